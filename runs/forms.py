@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from django import forms
+
+from runs.models import Run, Task
+
+MODEL_CHOICES = [
+    ("sim", "sim — simulated model (test double)"),
+    ("local", "local — Gemma 3 270M via llama.cpp (text mode)"),
+    ("openai", "OpenAI-compatible endpoint (set OPENAI_BASE_URL)"),
+]
+
+
+class NewRunForm(forms.Form):
+    task = forms.ModelChoiceField(queryset=Task.objects.all(), required=False, to_field_name="slug",
+                                  empty_label="— free prompt —")
+    prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=4000,
+                             help_text="Used when no task is picked.")
+    provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label="Model")
+    model_name = forms.CharField(max_length=120, required=False, help_text="Model name for an OpenAI-compatible endpoint.")
+    mode = forms.ChoiceField(choices=Run.Mode.choices, initial=Run.Mode.TOOLS)
+    temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.7)
+    max_steps = forms.IntegerField(min_value=1, max_value=200, initial=15, help_text="Model turns, 1–200.")
+    max_tokens = forms.IntegerField(min_value=100, max_value=1_000_000, initial=20_000)
+    reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text="1–50 runs of the same prompt.")
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+    # Simulated-model behaviour knobs (probabilities); blank = drawn from the seed.
+    sim_forget = forms.FloatField(required=False, min_value=0, max_value=1, label="forgets last observation")
+    sim_rephrase = forms.FloatField(required=False, min_value=0, max_value=1, label="rephrases in circles")
+    sim_wrong_premise = forms.FloatField(required=False, min_value=0, max_value=1, label="adopts a wrong premise")
+    sim_early_finish = forms.FloatField(required=False, min_value=0, max_value=1, label="finishes too early")
+    sim_ignore_hint = forms.FloatField(required=False, min_value=0, max_value=1, label="ignores hints")
+
+    SIM_KNOBS = ("forget", "rephrase", "wrong_premise", "early_finish", "ignore_hint")
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("task") and not (data.get("prompt") or "").strip():
+            self.add_error("prompt", "Pick a task or type a prompt.")
+        provider = data.get("provider")
+        if provider == "local" and data.get("mode") == Run.Mode.TOOLS:
+            self.add_error("mode", "The local model is a base model without tool calling: use text mode.")
+        if provider == "openai" and not (data.get("model_name") or "").strip():
+            self.add_error("model_name", "Name the model to call on the OpenAI-compatible endpoint.")
+        return data
+
+    def sim_settings(self) -> dict:
+        knobs = {k: self.cleaned_data.get(f"sim_{k}") for k in self.SIM_KNOBS}
+        return {k: v for k, v in knobs.items() if v is not None}

@@ -1,0 +1,203 @@
+"""Writes that touch runs: launch, execute (in the worker), stop, finish."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.db import transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from runs.agent.loop import Outcome, run_agent
+from runs.llm import EndpointNotConfigured, client_for, config_for
+from runs.models import RerunGroup, Run, Task
+from runs.toolbox import build_tools
+from tracing.models import Step
+from tracing.recorder import Recorder
+from tracing.steps import Step as StepRecord
+
+log = logging.getLogger(__name__)
+
+# How often the loop may ask Postgres whether a stop was requested. Checking
+# every step costs a query per step; every quarter second is as quick for a
+# person pressing Stop.
+STOP_CHECK_INTERVAL_S = 0.25
+
+
+class QueueUnavailable(Exception):
+    """The broker (Redis) did not take the run; nothing was left behind."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    task: Task | None
+    prompt: str
+    provider: str
+    model_name: str
+    mode: str
+    temperature: float
+    max_steps: int
+    max_tokens: int
+    seed: int | None = None
+    base_url: str = ""
+    settings: dict | None = None
+
+
+def runs_launch(*, owner, spec: RunSpec, reruns: int = 1) -> list[Run]:
+    """Create `reruns` queued runs (one group when more than one) and enqueue them.
+
+    Runs are committed before their messages are sent, so a worker never looks
+    for a run that is not there yet; if the broker refuses, the runs it did not
+    take are deleted, so no run is left queued forever.
+    """
+    from runs.tasks import execute_run
+
+    with transaction.atomic():
+        group = None
+        if reruns > 1:
+            title = spec.task.slug if spec.task else spec.prompt[:60]
+            group = RerunGroup.objects.create(name=f"{title} × {reruns}", owner=owner)
+        runs = []
+        for i in range(reruns):
+            # Reruns differ by seed; an explicit seed makes the group reproducible.
+            seed = spec.seed + i if spec.seed is not None else uuid.uuid4().int % 2**31
+            runs.append(
+                Run(
+                    task=spec.task,
+                    prompt=spec.prompt,
+                    group=group,
+                    owner=owner,
+                    provider=spec.provider,
+                    model_name=spec.model_name,
+                    base_url=spec.base_url,
+                    mode=spec.mode,
+                    temperature=spec.temperature,
+                    max_steps=spec.max_steps,
+                    max_tokens=spec.max_tokens,
+                    seed=seed,
+                    settings=spec.settings or {},
+                    celery_id=str(uuid.uuid4()),
+                )
+            )
+        Run.objects.bulk_create(runs)
+
+    sent = 0
+    try:
+        for run in runs:
+            # retry=False: with Redis down, fail now instead of blocking the request.
+            execute_run.apply_async((run.pk,), task_id=run.celery_id, retry=False)
+            sent += 1
+    except OperationalError as exc:
+        Run.objects.filter(pk__in=[r.pk for r in runs[sent:]]).delete()
+        if group is not None and sent == 0:
+            group.delete()
+        raise QueueUnavailable(f"The run queue (Redis) is unavailable: {exc}") from exc
+    return runs
+
+
+def _claim(run_id: int, task_id: str, redelivered: bool) -> bool:
+    # Conditional update: of two deliveries of the same run, one proceeds.
+    claimed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
+        status=Run.Status.RUNNING, started_at=timezone.now(), celery_id=task_id
+    )
+    if claimed:
+        return True
+    # acks_late: a worker died mid-run and Redis handed the message to another.
+    # Resume from the stored steps rather than leave the run stuck in `running`.
+    return redelivered and Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, celery_id=task_id).exists()
+
+
+class _StopFlag:
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self.checked_at = 0.0
+        self.stop = False
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if not self.stop and now - self.checked_at >= STOP_CHECK_INTERVAL_S:
+            self.checked_at = now
+            self.stop = Run.objects.filter(pk=self.run_id, stop_requested=True).exists()
+        return self.stop
+
+
+def run_execute(*, run_id: int, task_id: str = "", redelivered: bool = False) -> Run | None:
+    """Run the agent for a claimed run; called by the Celery task."""
+    if not _claim(run_id, task_id, redelivered):
+        return None
+    run = Run.objects.select_related("task").get(pk=run_id)
+    history = [s.to_record() for s in Step.objects.filter(run_id=run_id).order_by("index")]
+    recorder = Recorder(run_id)
+    try:
+        outcome = run_agent(
+            client=client_for(run),
+            config=config_for(run),
+            prompt=run.prompt,
+            tools=build_tools(run),
+            sink=recorder,
+            should_stop=_StopFlag(run_id),
+            history=history,
+        )
+    except EndpointNotConfigured as exc:
+        outcome = _error_outcome(run_id, f"model endpoint not configured: {exc}")
+    except SoftTimeLimitExceeded:
+        outcome = _error_outcome(run_id, "the run hit the worker's time limit")
+    except Exception as exc:  # the run must end, never stay `running`
+        log.exception("run %s crashed", run_id)
+        outcome = _error_outcome(run_id, f"internal error: {type(exc).__name__}: {exc}")
+    return run_finish(run_id=run_id, outcome=outcome)
+
+
+def _next_index(run_id: int) -> int:
+    last = Step.objects.filter(run_id=run_id).order_by("-index").values_list("index", flat=True).first()
+    return 0 if last is None else last + 1
+
+
+def _error_outcome(run_id: int, reason: str) -> Outcome:
+    Recorder(run_id)(StepRecord(index=_next_index(run_id), kind="error", text=reason, meta={"reason": reason}))
+    return Outcome(status="error", final_answer=None, reason=reason, stopped_by=None)
+
+
+def score_answer(task: Task | None, answer: str | None) -> bool | None:
+    if task is None or not task.gold_answer or answer is None:
+        return None
+    from runs.agent.suite import score
+
+    return score(task.as_suite_dict(), answer)
+
+
+def run_finish(*, run_id: int, outcome: Outcome) -> Run:
+    run = Run.objects.select_related("task").get(pk=run_id)
+    success = score_answer(run.task, outcome.final_answer)
+    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
+        status=outcome.status,
+        final_answer=outcome.final_answer or "",
+        reason=outcome.reason or "",
+        stopped_by=outcome.stopped_by or "",
+        success=success,
+        finished_at=timezone.now(),
+    )
+    run.refresh_from_db()
+    return run
+
+
+def run_stop(*, run: Run) -> Run:
+    """Stop a run: a queued one at once; a running one at its next step."""
+    from agentlab.celery import app
+
+    if Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+        status=Run.Status.STOPPED, stop_requested=True, stopped_by="user", reason="stopped by user before it started",
+        finished_at=timezone.now(),
+    ):
+        try:
+            app.control.revoke(run.celery_id)
+        except OperationalError:
+            pass  # the claim is conditional on `queued`: a stale message does nothing
+    else:
+        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(stop_requested=True)
+    run.refresh_from_db()
+    return run

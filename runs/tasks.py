@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from celery import shared_task
+
+from runs import services
+
+
+@shared_task(bind=True, name="runs.execute_run")
+def execute_run(self, run_id: int) -> None:
+    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
+    services.run_execute(run_id=run_id, task_id=self.request.id or "", redelivered=redelivered)

@@ -1,0 +1,14 @@
+from django.urls import path
+
+from runs import views
+
+app_name = "runs"
+
+urlpatterns = [
+    path("", views.run_list, name="list"),
+    path("new/", views.run_new, name="new"),
+    path("<int:run_id>/", views.run_detail, name="detail"),
+    path("<int:run_id>/steps/", views.run_steps, name="steps"),
+    path("<int:run_id>/stop/", views.run_stop, name="stop"),
+    path("<int:run_id>/export.jsonl", views.run_export, name="export"),
+]

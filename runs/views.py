@@ -1,0 +1,243 @@
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from runs import services
+from runs.forms import NewRunForm
+from runs.models import Run, Task
+from tracing.models import Step
+
+RUNS_PER_PAGE = 50
+# Steps per request on the run page: enough to fill a screen several times,
+# small enough that a 5,000-step run never arrives as one huge page.
+STEPS_PER_PAGE = 200
+
+
+class RunFilterForm(forms.Form):
+    status = forms.ChoiceField(choices=[("", "any status"), *Run.Status.choices], required=False)
+    task = forms.CharField(required=False, max_length=80)
+    model = forms.CharField(required=False, max_length=120)
+    mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    before = forms.CharField(required=False, max_length=80)
+
+
+def _get_run(request: HttpRequest, run_id: int) -> Run:
+    return get_object_or_404(Run.objects.for_user(request.user).select_related("task"), pk=run_id)
+
+
+def _parse_cursor(raw: str) -> tuple[datetime, int] | None:
+    ts, _, pk = raw.rpartition("_")
+    try:
+        return datetime.fromisoformat(ts), int(pk)
+    except ValueError:
+        return None
+
+
+def _cursor(run: Run) -> str:
+    return f"{run.created_at.isoformat()}_{run.pk}"
+
+
+@login_required
+@require_GET
+def run_list(request: HttpRequest) -> HttpResponse:
+    form = RunFilterForm(request.GET)
+    qs = Run.objects.for_user(request.user).select_related("task").order_by("-created_at", "-id")
+    if form.is_valid():
+        data = form.cleaned_data
+        if data["status"]:
+            qs = qs.filter(status=data["status"])
+        if data["task"]:
+            qs = qs.filter(task__slug=data["task"])
+        if data["model"]:
+            qs = qs.filter(model_name=data["model"])
+        if data["mode"]:
+            qs = qs.filter(mode=data["mode"])
+        if data["since"]:
+            qs = qs.filter(created_at__date__gte=data["since"])
+        if data["until"]:
+            qs = qs.filter(created_at__date__lte=data["until"])
+        if data["before"]:
+            cursor = _parse_cursor(data["before"])
+            if cursor is None:
+                form.add_error("before", "Not a page cursor; start from the first page.")
+            else:
+                ts, pk = cursor
+                qs = qs.filter(Q(created_at__lt=ts) | Q(created_at=ts, id__lt=pk))
+    else:
+        qs = qs.none()
+    page = list(qs[: RUNS_PER_PAGE + 1])
+    runs, has_more = page[:RUNS_PER_PAGE], len(page) > RUNS_PER_PAGE
+    params = request.GET.copy()
+    next_query = ""
+    if has_more:
+        params["before"] = _cursor(runs[-1])
+        next_query = params.urlencode()
+    context = {
+        "form": form,
+        "runs": runs,
+        "next_query": next_query,
+        "tasks": Task.objects.only("slug"),
+        "now": timezone.now(),
+    }
+    if request.htmx and request.htmx.target == "run-rows":
+        return render(request, "runs/_run_rows.html", context)
+    return render(request, "runs/list.html", context)
+
+
+def _steps_after(run: Run, after: int) -> list[Step]:
+    return list(Step.objects.filter(run=run, index__gt=after).order_by("index")[:STEPS_PER_PAGE])
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(request, run_id)
+    steps = _steps_after(run, -1)
+    return render(request, "runs/detail.html", _timeline_context(run, steps))
+
+
+def _timeline_context(run: Run, steps: list[Step]) -> dict:
+    last = steps[-1].index if steps else None
+    full_page = len(steps) >= STEPS_PER_PAGE
+    return {
+        "run": run,
+        "steps": steps,
+        "cursor": last if last is not None else -1,
+        # More stored steps than one page: load the next when scrolled to.
+        "more_stored": full_page,
+        "poll": run.is_live or full_page,
+    }
+
+
+@login_required
+@require_GET
+def run_steps(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Steps after the cursor: the live poll and the next page share this."""
+    run = _get_run(request, run_id)
+    try:
+        after = int(request.GET.get("after", "-1"))
+    except ValueError:
+        return HttpResponse("after must be an integer step index", status=400)
+    steps = _steps_after(run, after)
+    if not steps and not run.is_live:
+        # Done and nothing new: htmx stops polling on 286, but the header still
+        # needs its final state, so send it out-of-band.
+        response = render(request, "runs/_steps_poll.html", {**_timeline_context(run, steps), "cursor": after})
+        response.status_code = HttpResponseStopPolling.status_code
+        return response
+    context = _timeline_context(run, steps)
+    if not steps:
+        context["cursor"] = after
+    return render(request, "runs/_steps_poll.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_new(request: HttpRequest) -> HttpResponse:
+    initial = {}
+    if request.method == "GET" and request.GET.get("task"):
+        task = Task.objects.filter(slug=request.GET["task"]).first()
+        if task is None:
+            raise Http404("unknown task")
+        initial["task"] = task
+    form = NewRunForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        task: Task | None = data["task"]
+        provider = data["provider"]
+        model_name = {"sim": "sim", "local": ""}.get(provider, data["model_name"].strip())
+        spec = services.RunSpec(
+            task=task,
+            prompt=task.prompt if task else data["prompt"].strip(),
+            provider=provider,
+            model_name=model_name or "gemma-3-270m",
+            mode=data["mode"],
+            temperature=data["temperature"],
+            max_steps=data["max_steps"],
+            max_tokens=data["max_tokens"],
+            seed=data["seed"],
+            settings={"sim": form.sim_settings()} if provider == "sim" else {},
+        )
+        try:
+            runs = services.runs_launch(owner=request.user, spec=spec, reruns=data["reruns"])
+        except services.QueueUnavailable as exc:
+            form.add_error(None, f"{exc}. Nothing was queued; try again when the queue is back.")
+        else:
+            if len(runs) > 1:
+                messages.success(request, f"Queued {len(runs)} reruns.")
+                return redirect(f"{_list_url()}?task={task.slug}" if task else _list_url())
+            return redirect(runs[0])
+    status = 400 if request.method == "POST" else 200
+    return render(request, "runs/new.html", {"form": form}, status=status)
+
+
+def _list_url() -> str:
+    from django.urls import reverse
+
+    return reverse("runs:list")
+
+
+@login_required
+@require_POST
+def run_stop(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = services.run_stop(run=_get_run(request, run_id))
+    if request.htmx:
+        return render(request, "runs/_run_header.html", {"run": run})
+    return redirect(run)
+
+
+@login_required
+@require_GET
+def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run in the JSONL format of shared/eval/README.md (one line)."""
+    run = _get_run(request, run_id)
+
+    def step_dict(step: Step) -> dict:
+        return {
+            "index": step.index,
+            "kind": step.kind,
+            "content": step.text,
+            "tool": step.tool or None,
+            "args": step.args,
+            "meta": step.meta,
+            "prompt_tokens": step.prompt_tokens,
+            "completion_tokens": step.completion_tokens,
+            "latency_ms": step.latency_ms,
+        }
+
+    line = {
+        "source": run.source,
+        "run_id": str(run.pk),
+        "task": run.prompt,
+        "success": run.success,
+        "reward": None if run.success is None else float(run.success),
+        "steps": [step_dict(s) for s in Step.objects.filter(run=run).order_by("index").iterator()],
+        "meta": {
+            "model": run.model_name,
+            "provider": run.provider,
+            "mode": run.mode,
+            "status": run.status,
+            "gold_answer": run.task.gold_answer if run.task else None,
+            "task_slug": run.task.slug if run.task else None,
+            "final_answer": run.final_answer,
+            "seed": run.seed,
+        },
+    }
+    response = StreamingHttpResponse(
+        iter([json.dumps(line, ensure_ascii=False) + "\n"]), content_type="application/x-ndjson; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
+    return response

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from runs.models import Run
+
+pytestmark = pytest.mark.django_db
+URL = reverse("runs:list")
+
+
+def test_it_requires_login(client):
+    response = client.get(URL)
+    assert response.status_code == 302
+    assert "/accounts/login/" in response["Location"]
+
+
+def test_it_lists_runs_with_status_task_model_steps(auth_client, make_run):
+    make_run(steps=3, status=Run.Status.SUCCEEDED, success=True)
+    response = auth_client.get(URL)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "capital-demo" in body
+    assert "succeeded" in body
+    assert "simulated" in body  # the sim model is labelled everywhere
+
+
+def test_it_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
+    for _ in range(30):
+        make_run(steps=0)
+    # 1 session, 2 user, 3 runs page (with task joined), 4 task choices for the filter
+    with django_assert_num_queries(4):
+        auth_client.get(URL)
+
+
+def test_it_filters_by_status_and_model(auth_client, make_run):
+    ok = make_run(status=Run.Status.SUCCEEDED, model_name="sim")
+    bad = make_run(status=Run.Status.ERROR, model_name="gpt-x")
+    body = auth_client.get(URL, {"status": "error"}).content.decode()
+    assert f'href="/runs/{bad.pk}/"' in body and f'href="/runs/{ok.pk}/"' not in body
+    body = auth_client.get(URL, {"model": "sim"}).content.decode()
+    assert f'href="/runs/{ok.pk}/"' in body and f'href="/runs/{bad.pk}/"' not in body
+
+
+def test_keyset_pagination_walks_every_run_once(auth_client, make_run):
+    created = {make_run().pk for _ in range(120)}
+    seen: list[int] = []
+    params: dict = {}
+    for _ in range(5):
+        response = auth_client.get(URL, params)
+        page = response.context["runs"]
+        seen.extend(r.pk for r in page)
+        if not response.context["next_query"]:
+            break
+        params = {"before": response.context["runs"][-1].created_at.isoformat() + f"_{page[-1].pk}"}
+    assert sorted(seen) == sorted(created)
+    assert len(seen) == len(set(seen))
+
+
+def test_a_bad_filter_value_gets_a_message_not_a_crash(auth_client, make_run):
+    make_run()
+    response = auth_client.get(URL, {"status": "exploded", "since": "yesterday"})
+    assert response.status_code == 200
+    assert response.context["runs"] == []
+    assert "status" in response.content.decode()
+
+
+def test_a_bad_cursor_gets_a_message(auth_client, make_run):
+    make_run()
+    response = auth_client.get(URL, {"before": "not-a-cursor"})
+    assert response.status_code == 200
+    assert "start from the first page" in response.content.decode()
+
+
+def test_htmx_next_page_returns_rows_only(auth_client, make_run):
+    for _ in range(55):
+        make_run()
+    first = auth_client.get(URL)
+    query = first.context["next_query"]
+    response = auth_client.get(f"{URL}?{query}", headers={"HX-Request": "true", "HX-Target": "run-rows"})
+    body = response.content.decode()
+    assert "<table" not in body
+    assert body.count("<tr>") == 5

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import pytest
+
+from tracing.models import Step
+from tracing.recorder import Recorder, record_step
+from tracing.steps import Step as StepRecord
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_writes_the_step_and_keeps_the_summary_current(make_run):
+    run = make_run(status="running")
+    rec = Recorder(run.pk)
+    rec(StepRecord(index=0, kind="thought", text="hm", prompt_tokens=100, completion_tokens=7, latency_ms=12.5))
+    rec(StepRecord(index=1, kind="action", tool="search", args={"query": "x"}, completion_tokens=3))
+    run.refresh_from_db()
+    assert run.step_count == 2
+    assert run.prompt_tokens == 100
+    assert run.completion_tokens == 10
+    assert run.latency_ms == 12.5
+    step = Step.objects.get(run=run, index=1)
+    assert step.args == {"query": "x"}
+    assert step.tool == "search"
+
+
+def test_a_redelivered_write_neither_duplicates_nor_double_counts(make_run):
+    run = make_run(status="running")
+    step = StepRecord(index=0, kind="thought", text="once", prompt_tokens=5)
+    record_step(run.pk, step)
+    record_step(run.pk, step)
+    run.refresh_from_db()
+    assert Step.objects.filter(run=run).count() == 1
+    assert run.step_count == 1
+    assert run.prompt_tokens == 5
+
+
+def test_it_stores_hostile_text_verbatim(make_run):
+    run = make_run(status="running")
+    nasty = "<script>alert(1)</script>\x00 ünïcode 中文 " + "x" * 100_000
+    record_step(run.pk, StepRecord(index=0, kind="observation", text=nasty, meta={"raw": "\x00"}))
+    stored = Step.objects.get(run=run, index=0)
+    assert stored.text.startswith("<script>alert(1)</script>")
+    assert "\x00" not in stored.text  # Postgres text cannot hold NUL
+    assert len(stored.text) == len(nasty)

@@ -1,0 +1,76 @@
+"""Streams steps into Postgres as they happen: one statement, one commit per step.
+
+The insert and the run's summary update travel in one statement (a CTE), so a
+step and its summary can never disagree, and ON CONFLICT makes a re-delivered
+write of the same (run, index) a no-op instead of a duplicate.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.db import connection, transaction
+
+from tracing.steps import Step as StepRecord
+
+_RECORD_SQL = """
+WITH ins AS (
+    INSERT INTO tracing_step
+        (run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at)
+    VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, now())
+    ON CONFLICT (run_id, index) DO NOTHING
+    RETURNING prompt_tokens, completion_tokens, latency_ms
+)
+UPDATE runs_run SET
+    step_count = step_count + (SELECT count(*) FROM ins),
+    prompt_tokens = prompt_tokens + COALESCE((SELECT sum(prompt_tokens) FROM ins), 0),
+    completion_tokens = completion_tokens + COALESCE((SELECT sum(completion_tokens) FROM ins), 0),
+    latency_ms = latency_ms + COALESCE((SELECT sum(latency_ms) FROM ins), 0)
+WHERE id = %s
+"""
+
+# Postgres text cannot hold NUL; tool output sometimes does.
+_NUL = "\x00"
+
+
+def _clean(text: str | None) -> str:
+    if not text:
+        return ""
+    return text.replace(_NUL, "\ufffd")
+
+
+def _json(value) -> str | None:
+    if value is None:
+        return None
+    # jsonb rejects the \u0000 escape as well as a raw NUL.
+    return json.dumps(value, ensure_ascii=False, default=str).replace("\\u0000", "\\ufffd")
+
+
+def record_step(run_id: int, step: StepRecord) -> None:
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(
+            _RECORD_SQL,
+            [
+                run_id,
+                step.index,
+                step.kind,
+                _clean(step.text),
+                _clean(step.tool or ""),
+                _json(step.args),
+                _json(step.meta or {}),
+                max(0, int(step.prompt_tokens or 0)),
+                max(0, int(step.completion_tokens or 0)),
+                max(0.0, float(step.latency_ms or 0.0)),
+                run_id,
+            ],
+        )
+
+
+class Recorder:
+    """A sink for the agent loop, bound to one run."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+
+    def __call__(self, step: StepRecord) -> None:
+        record_step(self.run_id, step)
