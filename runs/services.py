@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
 from dataclasses import dataclass
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
@@ -89,7 +91,7 @@ def runs_launch(*, owner, spec: RunSpec, reruns: int = 1) -> list[Run]:
     try:
         for run in runs:
             # retry=False: with Redis down, fail now instead of blocking the request.
-            execute_run.apply_async((run.pk,), task_id=run.celery_id, retry=False)
+            execute_run.apply_async((run.pk,), task_id=run.celery_id, queue=settings.RUN_QUEUE, retry=False)
             sent += 1
     except OperationalError as exc:
         Run.objects.filter(pk__in=[r.pk for r in runs[sent:]]).delete()
@@ -193,10 +195,10 @@ def run_stop(*, run: Run) -> Run:
         status=Run.Status.STOPPED, stop_requested=True, stopped_by="user", reason="stopped by user before it started",
         finished_at=timezone.now(),
     ):
-        try:
+        # The claim is conditional on `queued`, so a message that escapes the
+        # revoke does nothing; Redis being down must not fail the stop.
+        with contextlib.suppress(OperationalError):
             app.control.revoke(run.celery_id)
-        except OperationalError:
-            pass  # the claim is conditional on `queued`: a stale message does nothing
     else:
         Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(stop_requested=True)
     run.refresh_from_db()

@@ -4,10 +4,6 @@ import itertools
 
 import pytest
 
-from runs.models import Run, Task
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
-
 _counter = itertools.count()
 
 
@@ -29,6 +25,8 @@ def auth_client(client, user):
 
 @pytest.fixture
 def task(db):
+    from runs.models import Task
+
     return Task.objects.create(
         slug="capital-demo", title="Capital demo", prompt="What is the capital of Freedonia?", gold_answer="Fredville"
     )
@@ -36,7 +34,12 @@ def task(db):
 
 @pytest.fixture
 def make_run(db, task, user):
-    def make(*, steps: int = 0, status: str = Run.Status.SUCCEEDED, **fields) -> Run:
+    # Imported here so the Django-free tests can run with `-p no:django`.
+    from runs.models import Run
+    from tracing.recorder import record_step
+    from tracing.steps import Step as StepRecord
+
+    def make(*, steps: int = 0, status: str = "succeeded", **fields):
         defaults = {"task": task, "prompt": task.prompt, "owner": user, "status": status, "seed": next(_counter)}
         defaults.update(fields)
         run = Run.objects.create(**defaults)

@@ -1,0 +1,105 @@
+"""Run page and run list server time (issue 2).
+
+Targets: run page of a 300-step run, median <= 100 ms; run list with 100,000
+runs in the table, <= 100 ms for any page (first, deep, filtered).
+
+    .venv/bin/python bench/pages.py
+Seeds a scratch database `agentlab_bench_pages` with COPY, then times the views
+through Django's test client (server time: no network, no browser).
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import statistics
+import time
+
+import _django
+
+DB = "agentlab_bench_pages"
+N_RUNS = 100_000
+
+
+def seed() -> tuple[int, int]:
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from runs.models import Run, Task
+    from tracing.recorder import record_step
+    from tracing.steps import Step
+
+    User.objects.create_user("bench", password="bench")
+    tasks = [Task.objects.create(slug=f"task-{i}", title=f"Task {i}", prompt=f"Question {i}?", gold_answer="x") for i in range(25)]
+    rng = random.Random(7)
+    statuses = ["succeeded", "failed", "stopped", "error", "succeeded", "succeeded"]
+    buf = io.StringIO()
+    for i in range(N_RUNS):
+        t = rng.choice(tasks)
+        created = f"2026-{1 + i * 10 // N_RUNS:02d}-{1 + (i % 27):02d} {i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d}.{i % 1000000:06d}+00"
+        status = rng.choice(statuses)
+        buf.write("\t".join([
+            str(t.pk), t.prompt, "\\N", "\\N", "agentlab", "sim", rng.choice(["sim", "gpt-4o-mini", "gemma-3-270m"]), "",
+            "0.7", rng.choice(["tools", "text"]), "15", "20000", str(i), "{}", status, "f", "", "", "x",
+            rng.choice(["t", "f"]), created, created, created, "", str(rng.randint(3, 60)), "1000", "100", "50.0",
+        ]) + "\n")
+    cols = ("task_id, prompt, group_id, owner_id, source, provider, model_name, base_url, temperature, mode, max_steps, "
+            "max_tokens, seed, settings, status, stop_requested, stopped_by, reason, final_answer, success, created_at, "
+            "started_at, finished_at, celery_id, step_count, prompt_tokens, completion_tokens, latency_ms")
+    with connection.cursor() as cur, cur.connection.cursor().copy(f"COPY runs_run ({cols}) FROM STDIN") as copy:
+        copy.write(buf.getvalue())
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE runs_run")
+    big = Run.objects.create(task=tasks[0], prompt="300 steps", status="succeeded")
+    kinds = ["thought", "action", "observation"]
+    for i in range(300):
+        kind = kinds[i % 3]
+        record_step(big.pk, Step(index=i, kind=kind, text=f"{kind} {i} " + "lorem ipsum " * 30,
+                                 tool="search" if kind != "thought" else None,
+                                 args={"query": f"q {i}"} if kind == "action" else None,
+                                 meta={"status": "ok"} if kind == "observation" else {}, prompt_tokens=300 + i))
+    return big.pk, tasks[3].pk
+
+
+def timed(client, url: str, n: int = 30) -> list[float]:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        response = client.get(url)
+        times.append((time.perf_counter() - t0) * 1000)
+        assert response.status_code == 200, (url, response.status_code)
+    return times
+
+
+def main() -> None:
+    _django.ensure_database(DB)
+    t0 = time.perf_counter()
+    big_id, _ = seed()
+    print(f"seeded {N_RUNS} runs + one 300-step run in {time.perf_counter() - t0:.1f} s")
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from runs.models import Run
+
+    client = Client()
+    client.force_login(User.objects.get(username="bench"))
+    deep = Run.objects.order_by("-created_at", "-id")[80_000]
+    cursor = f"{deep.created_at.isoformat()}_{deep.pk}"
+    cases = {
+        "run page, 300 steps": f"/runs/{big_id}/",
+        "run list, first page": "/runs/",
+        "run list, page at row 80,000": f"/runs/?before={cursor}",
+        "run list, status=error": "/runs/?status=error",
+        "run list, task filter": "/runs/?task=task-3",
+        "run list, model + mode": "/runs/?model=gpt-4o-mini&mode=text",
+        "run list, task + status + date range": "/runs/?task=task-5&status=failed&since=2026-03-01&until=2026-06-30",
+    }
+    print(f"{'case':42} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}")
+    for name, url in cases.items():
+        timed(client, url, 3)  # warm
+        t = timed(client, url)
+        print(f"{name:42} {statistics.median(t):10.1f} {_django.percentile(t, 95):8.1f} {max(t):8.1f}")
+
+
+if __name__ == "__main__":
+    main()

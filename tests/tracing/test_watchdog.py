@@ -1,0 +1,270 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.tracing.helpers import act, loop_run, obs
+from tracing.steps import Intervention, Step
+from tracing.watchdog import (
+    COMPLEXITY_MAX,
+    COMPLEXITY_MIN,
+    COOLDOWN,
+    DEFAULT_POLICY,
+    HINTS_ONLY_POLICY,
+    INVALID_RUN,
+    OFF_POLICY,
+    REPETITION_MIN_REPEATS,
+    RESET_AFTER,
+    STOP_STREAK,
+    Ladder,
+    Policy,
+    PolicyError,
+    Watchdog,
+    Windows,
+    estimate_complexity,
+)
+
+FLAT = Policy(name="flat", version=3, use_complexity=False)
+
+
+def run(policy: Policy, steps: list[Step], goal: str = "") -> tuple[Watchdog, list[tuple[int, Intervention]]]:
+    wd = Watchdog(policy, goal=goal)
+    out = []
+    for s in steps:
+        iv = wd.observe(s)
+        if iv is not None:
+            out.append((s.index, iv))
+    return wd, out
+
+
+def novel_turns(n: int, start: int) -> list[Step]:
+    out = []
+    for k in range(n):
+        i = start + 2 * k
+        out += [act(i, "search", f"topic{i} item{i}"), obs(i + 1, f"topic{i} item{i} fresh fact number {i} value{i}")]
+    return out
+
+
+# -- policy ------------------------------------------------------------------
+
+
+def test_policy_roundtrip_and_defaults():
+    d = DEFAULT_POLICY.to_dict()
+    assert Policy.from_dict(d) == DEFAULT_POLICY
+    p = Policy.from_dict({"name": "x", "windows": {"stagnation": 6}})
+    assert p.windows.stagnation == 6 and p.thresholds == DEFAULT_POLICY.thresholds
+    assert d["ladder"]["tiers"] == ["hint", "redirect", "stop"]
+
+
+@pytest.mark.parametrize(
+    ("obj", "field"),
+    [
+        ([], "(root)"),
+        ({"nmae": "x"}, "nmae"),
+        ({"name": ""}, "name"),
+        ({"version": "2"}, "version"),
+        ({"version": 0}, "version"),
+        ({"enabled": "yes"}, "enabled"),
+        ({"thresholds": []}, "thresholds"),
+        ({"thresholds": {"repetition_similarity": 1.5}}, "thresholds.repetition_similarity"),
+        ({"thresholds": {"novelty_min": "high"}}, "thresholds.novelty_min"),
+        ({"thresholds": {"novelty_min": True}}, "thresholds.novelty_min"),
+        ({"thresholds": {"novelty_min": math.nan}}, "thresholds.novelty_min"),
+        ({"thresholds": {"bogus": 1}}, "thresholds.bogus"),
+        ({"windows": {"stagnation": 0}}, "windows.stagnation"),
+        ({"windows": {"repetition": 2.5}}, "windows.repetition"),
+        ({"ladder": {"tiers": ["stop", "hint"]}}, "ladder.tiers"),
+        ({"ladder": {"tiers": ["nudge"]}}, "ladder.tiers"),
+        ({"ladder": {"tiers": []}}, "ladder.tiers"),
+        ({"ladder": {"cooldown": -1}}, "ladder.cooldown"),
+    ],
+)
+def test_bad_policy_names_the_field(obj, field):
+    with pytest.raises(PolicyError) as exc:
+        Policy.from_dict(obj)
+    assert exc.value.field == field
+    assert field in str(exc.value)
+
+
+def test_integral_float_accepted():
+    assert Policy.from_dict({"windows": {"repetition": 4.0}}).windows.repetition == 4
+
+
+# -- ladder ------------------------------------------------------------------
+
+
+def test_loop_escalates_hint_redirect_stop_and_stops():
+    wd, ivs = run(FLAT, loop_run(30))
+    tiers = [iv.tier for _, iv in ivs]
+    assert tiers[:2] == ["hint", "redirect"] and tiers[-1] == "stop"
+    assert tiers.count("stop") == 1
+    stop_step, stop = ivs[-1]
+    assert stop.evidence["policy"] == "flat" and stop.evidence["policy_version"] == 3
+    assert stop.evidence["stagnation"] >= STOP_STREAK
+    assert "Fallback" in stop.message
+    assert wd.stopped and wd.observe(obs(999, "anything")) is None
+
+
+def test_hint_message_is_concrete():
+    _, ivs = run(FLAT, loop_run(5))
+    step, hint = ivs[0]
+    assert hint.tier == "hint"
+    assert "step" in hint.message and hint.evidence["steps"]
+    assert all(isinstance(s, int) for s in hint.evidence["steps"])
+    rep = [iv for _, iv in ivs if iv.detector == "repetition"]
+    assert rep and "'same query'" in rep[0].message and "at step 0" in rep[0].message
+    redirect = next(iv for _, iv in ivs if iv.tier == "redirect")
+    assert "'same query'" in redirect.message
+
+
+def test_stop_streak_both_sides():
+    streak = STOP_STREAK
+    _, below = run(FLAT, loop_run(streak - 1))
+    assert all(iv.tier != "stop" for _, iv in below)
+    _, at = run(FLAT, loop_run(streak))
+    assert at[-1][1].tier == "stop"
+
+
+def test_stop_needs_the_ladder_first():
+    # Lots of stagnation but tiers without a redirect before stop -> the stop waits
+    # for hint then (policy has no redirect) straight to stop only after the streak.
+    p = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), stop_streak=3))
+    _, ivs = run(p, loop_run(2))
+    assert ivs == []
+    _, ivs = run(p, loop_run(3))
+    assert [iv.tier for _, iv in ivs] == ["stop"]
+
+
+def test_cooldown_both_sides():
+    p0 = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100))
+    p2 = Policy(use_complexity=False, ladder=Ladder(cooldown=COOLDOWN, stop_streak=100))
+    _, ivs0 = run(p0, loop_run(4))
+    _, ivs2 = run(p2, loop_run(4))
+    gaps2 = [b - a for (a, _), (b, _) in zip(ivs2, ivs2[1:], strict=False)]
+    assert all(g >= 2 * COOLDOWN for g in gaps2)  # 2 steps per turn
+    assert len(ivs0) > len(ivs2)
+
+
+def test_invalid_run_both_sides():
+    assert INVALID_RUN == 2
+    base = [act(0, "s", "alpha"), obs(1, "No results"), act(2, "s", "beta gamma"), obs(3, "Some fresh beta gamma fact")]
+    _, ivs = run(FLAT, base)
+    assert ivs == []  # one failed call: routine
+    two = [act(0, "s", "alpha"), obs(1, "No results"), act(2, "s", "beta"), obs(3, "Invalid action!")]
+    _, ivs = run(FLAT, two)
+    assert [(s, iv.detector, iv.tier) for s, iv in ivs] == [(3, "observation", "hint")]
+    assert ivs[0][1].evidence["scores"]["classes"] == ["empty", "error"]
+
+
+def test_repetition_min_repeats_both_sides():
+    assert REPETITION_MIN_REPEATS == 2
+    page = "The Eiffel Tower is in Paris and is 330 metres tall."
+    once = [act(0, "search", "eiffel"), obs(1, page), act(2, "search", "eiffel"), obs(3, page)]
+    _, ivs = run(FLAT, once)
+    assert ivs == []  # one return to a known page is navigation
+    twice = [*once, act(4, "search", "eiffel"), obs(5, page)]
+    _, ivs = run(FLAT, twice)
+    assert [iv.detector for _, iv in ivs] == ["repetition"]
+    assert ivs[0][1].evidence["steps"] == [2, 4, 5]
+    # a repeat whose result failed triggers at the first repeat
+    failed = [act(0, "search", "eiffel"), obs(1, page), act(2, "search", "eiffel"), obs(3, "No results")]
+    _, ivs = run(FLAT, failed)
+    assert [iv.detector for _, iv in ivs] == ["repetition"]
+
+
+def test_reset_after_both_sides():
+    p = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100))
+    stuck = loop_run(4)
+    wd, _ = run(p, stuck)
+    assert wd.level >= 1
+    for s in novel_turns(RESET_AFTER - 1, 100):
+        wd.observe(s)
+    assert wd.level >= 1
+    for s in novel_turns(1, 200):
+        wd.observe(s)
+    assert wd.level == 0
+
+
+def test_off_policy_computes_signals_but_never_intervenes():
+    wd, ivs = run(OFF_POLICY, loop_run(40))
+    assert ivs == []
+    assert wd.signals[1]["obs_class"] == "empty"
+    assert wd.signals[2]["similarity"] == 1.0 and wd.signals[2]["compared_step"] == 0
+    assert "triggers" in wd.signals[79]
+
+
+def test_hints_only_never_stops():
+    _, ivs = run(HINTS_ONLY_POLICY, loop_run(60))
+    assert ivs and all(iv.tier in ("hint", "redirect") for _, iv in ivs)
+
+
+def test_detector_error_is_recorded_and_run_goes_on(monkeypatch):
+    wd = Watchdog(FLAT)
+
+    def boom(step):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setattr(wd.repetition, "update", boom)
+    for s in loop_run(30):
+        wd.observe(s)
+    assert wd.signals[0]["errors"]["repetition"] == "RuntimeError: kaput"
+    assert wd.errors and wd.stopped  # the other detectors still stopped the loop
+
+
+def test_own_intervention_steps_ignored_and_gaps_ok():
+    steps = [
+        act(3, "s", "a b"),
+        Step(index=4, kind="intervention", text="hint"),
+        obs(10, "fresh a b content"),
+        act(50, "s", "c"),
+    ]
+    wd, _ = run(FLAT, steps)
+    assert set(wd.signals) == {3, 4, 10, 50}
+    assert wd.signals[4] == {}
+
+
+def test_unknown_tools_and_bad_inputs():
+    weird = [
+        act(0, "??", None),
+        obs(1, ""),
+        act(2, "工具", "巴黎 tower"),
+        obs(3, "\x00\xff" * 50_000),
+        act(4, None, {"deep": [[["x"]]]}),
+        obs(5, "巴黎的埃菲尔铁塔 Eiffel Tower " * 5000),
+        Step(index=6, kind="final", text="done"),
+    ]
+    wd, _ = run(DEFAULT_POLICY, weird, goal="巴黎 Eiffel height")
+    assert not wd.errors
+
+
+def test_signals_for_badges():
+    page = "The Eiffel Tower is in Paris."
+    wd, _ = run(FLAT, [act(0, "search", "eiffel"), obs(1, page, status="ok")], goal="eiffel tower height")
+    s = wd.signals[1]
+    for key in ("status", "obs_class", "novelty", "progress", "stagnation", "coverage"):
+        assert key in s
+    assert s["progress"] == 1 and s["coverage"] > 0
+
+
+# -- complexity --------------------------------------------------------------
+
+
+def test_complexity_bounds_and_effect():
+    assert estimate_complexity("") >= COMPLEXITY_MIN
+    simple = estimate_complexity("capital of France")
+    complex_ = estimate_complexity(
+        "Which of the two bands, formed before 1990 and also signed to the same label, "
+        "has more members and which is older, and compare both with the third band"
+    )
+    assert COMPLEXITY_MIN <= simple < 1.0 < complex_ <= COMPLEXITY_MAX
+    wd_s = Watchdog(DEFAULT_POLICY, goal="capital of France")
+    wd_c = Watchdog(DEFAULT_POLICY, goal="x and y and z both compare which of more")
+    assert wd_s.stop_streak < wd_c.stop_streak  # widens tolerance, does not decide
+    assert Watchdog(FLAT, goal="x and y and z both").stop_streak == STOP_STREAK
+
+
+def test_windows_scale_is_ceiling():
+    p = Policy(windows=Windows(stagnation=4))
+    wd = Watchdog(p, goal="a and b and c and d both compare")
+    assert wd.stagnation_k == math.ceil(4 * wd.complexity - 1e-9)

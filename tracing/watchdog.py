@@ -1,0 +1,566 @@
+"""The runtime watchdog: detectors + a policy + the escalation ladder.
+
+``Watchdog.observe(step)`` is called once per recorded step, in order (the
+loop's own intervention steps included), costs O(W) and returns the
+intervention to inject, if any. Tier 1 *hint* and tier 2 *redirect* are
+observations the loop feeds back to the model; tier 3 *stop* ends the run with
+a fallback reason. The same class replays a policy over stored runs
+(``python -m tracing.detect``).
+
+Design choices (DESIGN.md section 1):
+- repetition is an entry signal: it only triggers when the repeated call also
+  brought nothing new;
+- stop needs the whole ladder first (a hint, then a redirect) *and* a long run
+  of observations without progress: false kills are the real cost;
+- a soft complexity estimate of the goal stretches or shrinks the patience
+  windows; it never triggers anything by itself.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import deque
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from tracing.detectors.drift import (
+    DRIFT_CHECK_EVERY,
+    DRIFT_MIN_GAIN,
+    DRIFT_PATIENCE,
+    DriftDetector,
+    DriftSignal,
+)
+from tracing.detectors.observation import (
+    JUNK_BOILERPLATE_RATIO,
+    JUNK_MARKUP_RATIO,
+    MIN_CONTENT_TOKENS,
+    NOVELTY_MIN,
+    OFF_TOPIC_MIN_ARG_TOKENS,
+    OFF_TOPIC_MIN_OVERLAP,
+    ObservationDetector,
+    ObservationSignal,
+)
+from tracing.detectors.repetition import (
+    REPETITION_SIMILARITY,
+    REPETITION_WINDOW,
+    RepetitionDetector,
+    RepetitionSignal,
+)
+from tracing.detectors.stagnation import STAGNATION_K, StagnationDetector
+from tracing.normalize import normalize_args
+from tracing.steps import TIERS, Intervention, Step
+
+# Consecutive invalid observations (error / empty / timeout / junk / too short)
+# that trigger the observation detector. 2: one failed call is routine.
+INVALID_RUN = 2
+
+# Earlier similar calls in the window needed before a repetition whose result
+# was merely "nothing new" triggers. 2 (= the third call): one return to a known
+# place or page is navigation (gold ALFWorld runs walk back to a table to put
+# things on it); a third identical call is a loop. A repeated call whose result
+# is empty / failed triggers at the first repeat.
+REPETITION_MIN_REPEATS = 2
+
+# Observations between two interventions: the model needs a turn to react
+# before it is judged again.
+COOLDOWN = 2
+
+# Non-progress observations in a row required before a stop, on top of a hint
+# and a redirect already given. 10 keeps the react_exemplars control set (gold
+# runs) untouched; see bench/README-detectors.md.
+STOP_STREAK = 10
+
+# Progress observations in a row after which the ladder starts again at hint.
+RESET_AFTER = 2
+
+# At the last tier, without grounds to stop, the redirect is repeated at most
+# every REPEAT_FACTOR * cooldown observations rather than after every trigger.
+REPEAT_FACTOR = 3
+
+# Bounds of the soft complexity factor that scales the patience windows. A
+# simple lookup is judged a little faster, a multi-hop comparison is given up
+# to 1.5x the room; never more, so a "complex" goal cannot disable the brake.
+COMPLEXITY_MIN = 0.75
+COMPLEXITY_MAX = 1.5
+
+# Markers of multi-hop / multi-part goals (English and Chinese).
+_MULTI_HOP_RE = re.compile(
+    r"\b(?:and|both|compare|which of|between|before|after|same|also|then|each|older|younger"
+    r"|more|less|first|last|while)\b|和|与|以及|比较|哪个|之前|之后|同时|然后|分别",
+    re.I,
+)
+
+
+class PolicyError(ValueError):
+    """A policy that does not validate; ``field`` names the offending field."""
+
+    def __init__(self, field_name: str, problem: str) -> None:
+        super().__init__(f"policy field '{field_name}': {problem}")
+        self.field = field_name
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    repetition_similarity: float = REPETITION_SIMILARITY
+    novelty_min: float = NOVELTY_MIN
+    off_topic_min_overlap: float = OFF_TOPIC_MIN_OVERLAP
+    junk_markup_ratio: float = JUNK_MARKUP_RATIO
+    junk_boilerplate_ratio: float = JUNK_BOILERPLATE_RATIO
+    drift_min_gain: float = DRIFT_MIN_GAIN
+    min_content_tokens: int = MIN_CONTENT_TOKENS
+    off_topic_min_arg_tokens: int = OFF_TOPIC_MIN_ARG_TOKENS
+    repetition_min_repeats: int = REPETITION_MIN_REPEATS
+
+
+@dataclass(frozen=True)
+class Windows:
+    repetition: int = REPETITION_WINDOW
+    stagnation: int = STAGNATION_K
+    invalid_run: int = INVALID_RUN
+    drift_every: int = DRIFT_CHECK_EVERY
+    drift_patience: int = DRIFT_PATIENCE
+
+
+@dataclass(frozen=True)
+class Ladder:
+    tiers: tuple[str, ...] = TIERS
+    cooldown: int = COOLDOWN
+    stop_streak: int = STOP_STREAK
+    reset_after: int = RESET_AFTER
+
+
+# Fraction fields (0..1) and the minimum of each integer field, for validation.
+_FRACTIONS = {f.name for f in fields(Thresholds) if f.type in ("float", float)}
+_INT_MIN = {
+    "min_content_tokens": 0,
+    "off_topic_min_arg_tokens": 1,
+    "repetition_min_repeats": 1,
+    "repetition": 1,
+    "stagnation": 1,
+    "invalid_run": 1,
+    "drift_every": 1,
+    "drift_patience": 1,
+    "cooldown": 0,
+    "stop_streak": 1,
+    "reset_after": 1,
+}
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str = "default"
+    version: int = 1
+    enabled: bool = True
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    windows: Windows = field(default_factory=Windows)
+    ladder: Ladder = field(default_factory=Ladder)
+    # Scale patience windows by the goal's estimated complexity.
+    use_complexity: bool = True
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ladder"]["tiers"] = list(self.ladder.tiers)
+        return data
+
+    @classmethod
+    def from_dict(cls, obj: Any) -> Policy:
+        """Build and validate; raises PolicyError naming the first bad field.
+
+        Missing fields take the defaults, so ``{"name": "x", "windows":
+        {"stagnation": 6}}`` is a complete policy.
+        """
+        if not isinstance(obj, dict):
+            raise PolicyError("(root)", "a policy must be a JSON object")
+        known = {f.name for f in fields(cls)}
+        for key in obj:
+            if key not in known:
+                raise PolicyError(str(key), "unknown field")
+        kwargs: dict[str, Any] = {}
+        if "name" in obj:
+            if not isinstance(obj["name"], str) or not obj["name"].strip():
+                raise PolicyError("name", "must be a non-empty string")
+            kwargs["name"] = obj["name"].strip()
+        if "version" in obj:
+            kwargs["version"] = _int(obj["version"], "version", 1)
+        for key in ("enabled", "use_complexity"):
+            if key in obj:
+                if not isinstance(obj[key], bool):
+                    raise PolicyError(key, "must be true or false")
+                kwargs[key] = obj[key]
+        if "description" in obj:
+            if not isinstance(obj["description"], str):
+                raise PolicyError("description", "must be a string")
+            kwargs["description"] = obj["description"]
+        kwargs["thresholds"] = _section(Thresholds, obj.get("thresholds"), "thresholds")
+        kwargs["windows"] = _section(Windows, obj.get("windows"), "windows")
+        kwargs["ladder"] = _section(Ladder, obj.get("ladder"), "ladder")
+        return cls(**kwargs)
+
+
+def _int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise PolicyError(name, "must be an integer")
+    if value < minimum:
+        raise PolicyError(name, f"must be >= {minimum}")
+    return value
+
+
+def _section(kind: type, raw: Any, prefix: str) -> Any:
+    if raw is None:
+        return kind()
+    if not isinstance(raw, dict):
+        raise PolicyError(prefix, "must be an object")
+    names = {f.name for f in fields(kind)}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        path = f"{prefix}.{key}"
+        if key not in names:
+            raise PolicyError(path, "unknown field")
+        if key == "tiers":
+            values[key] = _tiers(value, path)
+        elif key in _FRACTIONS:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+                raise PolicyError(path, "must be a number")
+            if not 0.0 <= value <= 1.0:
+                raise PolicyError(path, "must be between 0 and 1")
+            values[key] = float(value)
+        else:
+            values[key] = _int(value, path, _INT_MIN.get(key, 0))
+    return kind(**values)
+
+
+def _tiers(value: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise PolicyError(path, "must be a non-empty list of tiers")
+    if any(t not in TIERS for t in value):
+        raise PolicyError(path, f"each tier must be one of {', '.join(TIERS)}")
+    order = [TIERS.index(t) for t in value]
+    if order != sorted(set(order)):
+        raise PolicyError(path, "tiers must be distinct and in order hint, redirect, stop")
+    return tuple(value)
+
+
+DEFAULT_POLICY = Policy(name="default", version=1, description="hint -> redirect -> stop")
+# Signals are still computed (the UI shows them), but nothing is injected.
+OFF_POLICY = Policy(name="off", version=1, enabled=False, description="watchdog off: signals only")
+# Never stops: for teams that want the nudges without the kill.
+HINTS_ONLY_POLICY = Policy(
+    name="hints-only", version=1, ladder=Ladder(tiers=("hint", "redirect")), description="no stop tier"
+)
+BUILTIN_POLICIES = {p.name: p for p in (DEFAULT_POLICY, OFF_POLICY, HINTS_ONLY_POLICY)}
+
+
+def estimate_complexity(goal: str) -> float:
+    """A soft factor in [COMPLEXITY_MIN, COMPLEXITY_MAX]; 1.0 for a plain goal.
+
+    More distinct terms and multi-hop markers ("which of", "both", "and")
+    mean more legitimate exploration before the answer.
+    """
+    goal = goal or ""
+    terms = len(normalize_args(goal))
+    markers = len(_MULTI_HOP_RE.findall(goal[:2000]))
+    factor = 0.85 + 0.02 * max(0, terms - 4) + 0.1 * min(markers, 4)
+    return round(min(COMPLEXITY_MAX, max(COMPLEXITY_MIN, factor)), 2)
+
+
+def _scaled(value: int, factor: float) -> int:
+    return max(1, math.ceil(value * factor - 1e-9))
+
+
+@dataclass
+class _Trigger:
+    detector: str
+    scores: dict[str, Any]
+    steps: list[int]
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class Watchdog:
+    """Feed every step in order; get back the intervention to inject, if any."""
+
+    def __init__(self, policy: Policy = DEFAULT_POLICY, goal: str = "") -> None:
+        self.policy = policy
+        self.goal = goal or ""
+        th, win, lad = policy.thresholds, policy.windows, policy.ladder
+        self.complexity = estimate_complexity(self.goal) if policy.use_complexity else 1.0
+        f = self.complexity
+        self.stagnation_k = _scaled(win.stagnation, f)
+        self.invalid_run = _scaled(win.invalid_run, f)
+        self.stop_streak = _scaled(lad.stop_streak, f)
+        self.cooldown = lad.cooldown
+        self.repetition = RepetitionDetector(window=win.repetition, threshold=th.repetition_similarity)
+        self.observation = ObservationDetector(
+            junk_markup_ratio=th.junk_markup_ratio,
+            junk_boilerplate_ratio=th.junk_boilerplate_ratio,
+            min_content_tokens=th.min_content_tokens,
+            off_topic_min_overlap=th.off_topic_min_overlap,
+            off_topic_min_arg_tokens=th.off_topic_min_arg_tokens,
+            novelty_min=th.novelty_min,
+        )
+        self.stagnation = StagnationDetector(k=self.stagnation_k)
+        self.drift = DriftDetector(
+            goal=self.goal,
+            every=win.drift_every,
+            patience=_scaled(win.drift_patience, f),
+            min_gain=th.drift_min_gain,
+        )
+        self.signals: dict[int, dict[str, Any]] = {}
+        self.interventions: list[tuple[int, Intervention]] = []
+        self.errors: list[tuple[int, str, str]] = []
+        self.stopped = False
+        self.level = 0  # next rung of the ladder
+        self._since = 1 << 30  # observations since the last intervention
+        self._progress_run = 0
+        self._pending_rep: RepetitionSignal | None = None
+        self._invalid: deque[tuple[int, str]] = deque(maxlen=max(1, self.invalid_run))
+        self._invalid_run = 0
+        self._drift_level = 0
+        self._hint_step: int | None = None
+        self._redirect_step: int | None = None
+        self._obs_seen: dict[int, ObservationSignal] = {}
+
+    # -- public ------------------------------------------------------------
+    def observe(self, step: Step) -> Intervention | None:
+        sig = self.signals.setdefault(step.index, {})
+        if step.kind == "intervention":
+            return None  # our own words (already counted when we emitted them)
+        if self.stopped:
+            return None
+        triggers: list[_Trigger] = []
+        obs_sig: ObservationSignal | None = None
+
+        rep = self._run("repetition", step, sig, self.repetition.update, step)
+        if rep is not None:
+            sig.update(rep.as_dict())
+            self._pending_rep = rep if rep.flag else None
+
+        obs_sig = self._run("observation", step, sig, self.observation.update, step)
+        turn_done = False
+        if obs_sig is not None:
+            sig.update(obs_sig.as_dict())
+            turn_done = True
+            progress = obs_sig.progress
+        elif step.kind == "error":
+            turn_done = True
+            progress = False
+        if turn_done:
+            st = self._run("stagnation", step, sig, self.stagnation.update, step.index, progress)
+            if st is not None:
+                sig.update(st.as_dict())
+            self._since += 1
+            self._progress_run = self._progress_run + 1 if progress else 0
+            if self._progress_run >= self.policy.ladder.reset_after:
+                self.level = 0
+            triggers.extend(self._turn_triggers(step, obs_sig, progress))
+
+        dr = self._run("drift", step, sig, self.drift.update, step, obs_sig.toks if obs_sig else None)
+        if dr is not None:
+            sig.update(dr.as_dict())
+            # Flagged at every stalled checkpoint; acted on every `patience`
+            # checkpoints so a long stall gets a hint, later a redirect, not a stream.
+            if dr.flag and dr.checkpoint.stalled % self.drift.patience == 0:
+                triggers.append(self._drift_trigger(dr))
+        if obs_sig is not None and self.drift.terms:
+            sig["coverage"] = round(self.drift.coverage, 3)
+
+        if triggers:
+            sig["triggers"] = [t.detector for t in triggers]
+        if not triggers or not self.policy.enabled:
+            return None
+        return self._escalate(step, triggers)
+
+    # -- internals -----------------------------------------------------------
+    def _run(self, name: str, step: Step, sig: dict[str, Any], fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:  # noqa: BLE001 -- a broken detector must not end the run
+            message = f"{type(exc).__name__}: {exc}"[:300]
+            sig.setdefault("errors", {})[name] = message
+            self.errors.append((step.index, name, message))
+            return None
+
+    def _turn_triggers(self, step: Step, obs: ObservationSignal | None, progress: bool) -> list[_Trigger]:
+        out: list[_Trigger] = []
+        rep, self._pending_rep = self._pending_rep, None
+        failed = obs is None or obs.bad
+        min_repeats = self.policy.thresholds.repetition_min_repeats
+        if rep is not None and not progress and (failed or rep.repeats >= min_repeats):
+            out.append(
+                _Trigger(
+                    "repetition",
+                    {
+                        "similarity": round(rep.similarity, 3),
+                        "repeats": rep.repeats,
+                        "novelty": round(obs.novelty, 3) if obs else 0.0,
+                        "obs_class": obs.obs_class if obs else "error",
+                    },
+                    [s for s in (rep.compared_step, rep.step, step.index) if s is not None],
+                    {"tool": rep.tool, "args": rep.args_text, "compared_step": rep.compared_step},
+                )
+            )
+        if failed:
+            self._invalid.append((step.index, obs.obs_class if obs else "error"))
+            self._invalid_run += 1
+        else:
+            self._invalid.clear()
+            self._invalid_run = 0
+        if self._invalid_run >= self.invalid_run:
+            classes = [c for _, c in self._invalid]
+            out.append(
+                _Trigger(
+                    "observation",
+                    {"invalid_run": self._invalid_run, "classes": classes},
+                    [i for i, _ in self._invalid],
+                )
+            )
+        st = self.stagnation
+        if st.streak >= self.stagnation_k:
+            since = st.since_step if st.since_step is not None else step.index
+            out.append(
+                _Trigger(
+                    "stagnation",
+                    {"streak": st.streak, "k": self.stagnation_k},
+                    [since, step.index],
+                )
+            )
+        return out
+
+    def _drift_trigger(self, dr: DriftSignal) -> _Trigger:
+        cps = self.drift.checkpoints
+        compared = [cp.step for cp in cps[-(self.drift.patience + 1) :]]
+        cp = dr.checkpoint
+        return _Trigger(
+            "drift",
+            {"coverage": round(cp.coverage, 3), "missing": len(cp.missing), "stalled": cp.stalled},
+            compared,
+            {"checkpoint": cp.as_dict()},
+        )
+
+    def _escalate(self, step: Step, triggers: list[_Trigger]) -> Intervention | None:
+        tiers = self.policy.ladder.tiers
+        if self._since < self.cooldown:
+            return None
+        if all(t.detector == "drift" for t in triggers):
+            return self._drift_intervention(step, triggers[0])
+        triggers = [t for t in triggers if t.detector != "drift"] + [t for t in triggers if t.detector == "drift"]
+        tier = tiers[min(self.level, len(tiers) - 1)]
+        if tier == "stop" and self.stagnation.streak < self.stop_streak:
+            # At the top of the ladder without grounds to stop: repeat the
+            # redirect now and then, never kill on a hunch.
+            if self._since < self.cooldown * REPEAT_FACTOR or "redirect" not in tiers:
+                return None
+            tier = "redirect"
+        trig = triggers[0]
+        if tier == "stop":
+            # The stop is about the lack of progress; name the detector that
+            # measured it, not whichever fired first on this step.
+            trig = next((t for t in triggers if t.detector == "stagnation"), trig)
+        return self._emit(step, trig, tier, triggers, advance=True)
+
+    def _drift_intervention(self, step: Step, trig: _Trigger) -> Intervention | None:
+        # Drift has its own short ladder, capped at redirect: it measures
+        # direction, not lack of progress, so it never earns a stop and does not
+        # move the main ladder (a methodical search also covers no goal terms
+        # for a while; gold ALFWorld runs do).
+        soft = [t for t in self.policy.ladder.tiers if t != "stop"]
+        if not soft:
+            return None
+        tier = soft[min(self._drift_level, len(soft) - 1)]
+        self._drift_level += 1
+        return self._emit(step, trig, tier, [trig], advance=False)
+
+    def _emit(self, step: Step, trig: _Trigger, tier: str, triggers: list[_Trigger], *, advance: bool) -> Intervention:
+        tiers = self.policy.ladder.tiers
+        evidence = {
+            "detector": trig.detector,
+            "scores": trig.scores,
+            "steps": trig.steps,
+            "policy": self.policy.name,
+            "policy_version": self.policy.version,
+            "complexity": self.complexity,
+            "stagnation": self.stagnation.streak,
+            "also": [t.detector for t in triggers if t is not trig],
+            **trig.detail,
+        }
+        message = _message(trig, tier, self, step)
+        iv = Intervention(detector=trig.detector, tier=tier, message=message, evidence=evidence)
+        self.interventions.append((step.index, iv))
+        self.signals[step.index]["intervention"] = tier
+        self._since = 0
+        if tier == "hint":
+            self._hint_step = step.index
+        elif tier == "redirect":
+            self._redirect_step = step.index
+        if tier == "stop":
+            self.stopped = True
+        elif advance and self.level < len(tiers) - 1:
+            self.level += 1
+        return iv
+
+
+def _message(trig: _Trigger, tier: str, wd: Watchdog, step: Step) -> str:
+    d, s = trig.detail, trig.scores
+    if tier == "stop":
+        return (
+            f"Stopped by the watchdog ({trig.detector}): {wd.stagnation.streak} observations in a row "
+            f"brought nothing new, after a hint at step {wd._hint_step} and a redirect at step "
+            f"{wd._redirect_step}. Fallback: answer with the facts observed so far, marked as "
+            "incomplete, or report that the goal could not be reached with the tools given."
+        )
+    if trig.detector == "repetition":
+        what = f"{d.get('tool') or 'the tool'} with '{d.get('args', '')}'"
+        if tier == "hint":
+            return (
+                f"You already called {what} at step {d.get('compared_step')} and got nothing new "
+                f"(similarity {s['similarity']:.2f}, result: {s['obs_class']}). Change approach: use "
+                "different keywords, a more specific name, or another tool."
+            )
+        return (
+            f"Stop calling {what}: it was called {s['repeats'] + 1} times (latest at steps "
+            f"{d.get('compared_step')} and {trig.steps[-2]}) and the last result (step "
+            f"{trig.steps[-1]}) was {s['obs_class']}. Next, act on something "
+            "you already observed (look up a term that appeared in an earlier result, or open a "
+            "different item), or finish with what you have."
+        )
+    if trig.detector == "observation":
+        classes = ", ".join(s["classes"])
+        if tier == "hint":
+            return (
+                f"The last {s['invalid_run']} results were not usable ({classes}; steps "
+                f"{', '.join(map(str, trig.steps))}). An empty or failed result is not evidence: "
+                "check the argument format and try a different query."
+            )
+        return (
+            f"Results keep failing ({classes}). Stop retrying the same kind of call: switch tool or "
+            "target (e.g. search a broader or differently named entity, or go back to a result that "
+            "worked), and if a call timed out, retry it once, do not treat it as 'not found'."
+        )
+    if trig.detector == "stagnation":
+        first, last = trig.steps[0], trig.steps[-1]
+        if tier == "hint":
+            return (
+                f"The last {s['streak']} observations (steps {first}-{last}) added nothing new. "
+                "Write down what you know and what is still missing, then change approach."
+            )
+        return (
+            f"No progress since step {first}. Stop the current line of enquiry; pick the single "
+            "missing fact, go to the most direct source for it (a different entity, page or "
+            "place than the ones tried), or finish with the best supported answer."
+        )
+    cp = d.get("checkpoint", {})
+    missing = ", ".join(cp.get("missing", [])[:6]) or "nothing"
+    goal = wd.goal[:120]
+    if tier == "hint":
+        return (
+            f"Check the goal again: '{goal}'. Still missing: {missing}. Your recent steps "
+            f"({cp.get('strategy', '')[:100]}) have not covered it since step {trig.steps[0]}."
+        )
+    return (
+        f"Go back to the goal '{goal}': you have {cp.get('obtained', [])[:6]} but not {missing}. "
+        f"Drop the current strategy and aim the next action directly at '{missing.split(', ')[0]}'."
+    )
