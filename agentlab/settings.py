@@ -102,6 +102,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RUN_TIME_LIMIT_S + 600}
 # Fail fast in the web process when Redis is down: the form says so at once.
 CELERY_BROKER_CONNECTION_TIMEOUT = env_float("BROKER_CONNECTION_TIMEOUT_S", 2.0)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Runs go to this queue; tests point it at a queue of their own so a demo
+# worker on the same Redis never takes a test's run.
+RUN_QUEUE = env_str("RUN_QUEUE", "agentlab-runs")
+CELERY_TASK_DEFAULT_QUEUE = RUN_QUEUE
 
 # Models. All of them are reached through the openai client by base URL.
 SIM_BASE_URL = env_str("SIM_BASE_URL", "http://127.0.0.1:8765/v1")

@@ -3,9 +3,14 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from runs import policy_views
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="runs:list", permanent=False)),
     path("runs/", include("runs.urls")),
+    path("policies/", policy_views.policy_list, name="policy_list"),
+    path("policies/new/", policy_views.policy_edit, name="policy_new"),
+    path("policies/<slug:name>/edit/", policy_views.policy_edit, name="policy_edit"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

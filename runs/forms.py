@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from django import forms
 
-from runs.models import Run, Task
+from runs.agent.faults import FaultError, FaultRates
+from runs.models import Policy, Run, Task
 
 MODEL_CHOICES = [
     ("sim", "sim — simulated model (test double)"),
@@ -24,14 +25,30 @@ class NewRunForm(forms.Form):
     max_tokens = forms.IntegerField(min_value=100, max_value=1_000_000, initial=20_000)
     reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text="1–50 runs of the same prompt.")
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="off — no watchdog",
+                                    help_text="Watchdog policy (latest version of each).")
+    # Fault injection: share of tool calls that fail this way (0–1 each).
+    fault_timeout = forms.FloatField(required=False, min_value=0, max_value=1, label="timeouts")
+    fault_http500 = forms.FloatField(required=False, min_value=0, max_value=1, label="HTTP 500s")
+    fault_empty = forms.FloatField(required=False, min_value=0, max_value=1, label="empty results")
+    fault_junk = forms.FloatField(required=False, min_value=0, max_value=1, label="HTML junk")
     # Simulated-model behaviour knobs (probabilities); blank = drawn from the seed.
     sim_forget = forms.FloatField(required=False, min_value=0, max_value=1, label="forgets last observation")
     sim_rephrase = forms.FloatField(required=False, min_value=0, max_value=1, label="rephrases in circles")
     sim_wrong_premise = forms.FloatField(required=False, min_value=0, max_value=1, label="adopts a wrong premise")
     sim_early_finish = forms.FloatField(required=False, min_value=0, max_value=1, label="finishes too early")
     sim_ignore_hint = forms.FloatField(required=False, min_value=0, max_value=1, label="ignores hints")
+    sim_latency_ms = forms.IntegerField(required=False, min_value=0, max_value=10_000, initial=300,
+                                        label="think time (ms)", help_text="per model call, so you can watch it")
 
     SIM_KNOBS = ("forget", "rephrase", "wrong_premise", "early_finish", "ignore_hint")
+    FAULTS = ("timeout", "http500", "empty", "junk")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["policy"].queryset = Policy.objects.latest_versions()
+        if not self.is_bound and "policy" not in self.initial:
+            self.initial["policy"] = Policy.objects.latest_versions().filter(name="default").first()
 
     def clean(self):
         data = super().clean()
@@ -42,8 +59,16 @@ class NewRunForm(forms.Form):
             self.add_error("mode", "The local model is a base model without tool calling: use text mode.")
         if provider == "openai" and not (data.get("model_name") or "").strip():
             self.add_error("model_name", "Name the model to call on the OpenAI-compatible endpoint.")
+        try:
+            FaultRates.from_dict(self.faults())
+        except FaultError as exc:
+            self.add_error(None, str(exc))
         return data
 
+    def faults(self) -> dict:
+        rates = {k: self.cleaned_data.get(f"fault_{k}") for k in self.FAULTS}
+        return {k: v for k, v in rates.items() if v}
+
     def sim_settings(self) -> dict:
-        knobs = {k: self.cleaned_data.get(f"sim_{k}") for k in self.SIM_KNOBS}
+        knobs = {k: self.cleaned_data.get(f"sim_{k}") for k in (*self.SIM_KNOBS, "latency_ms")}
         return {k: v for k, v in knobs.items() if v is not None}

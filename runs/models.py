@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
@@ -81,6 +82,41 @@ class RerunGroup(models.Model):
         return self.name or f"group {self.pk}"
 
 
+class PolicyQuerySet(models.QuerySet):
+    def latest_versions(self) -> PolicyQuerySet:
+        return self.order_by("name", "-version").distinct("name")
+
+
+class Policy(models.Model):
+    """A named, versioned watchdog policy. Editing saves a new version, so a run
+    always points at the exact thresholds it ran under."""
+
+    name = models.SlugField(max_length=80)
+    version = models.PositiveIntegerField(default=1)
+    description = models.CharField(max_length=300, blank=True)
+    # tracing.watchdog.Policy.to_dict() without name/version: thresholds,
+    # windows, ladder, enabled, use_complexity.
+    config = models.JSONField(default=dict)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PolicyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [models.UniqueConstraint(fields=["name", "version"], name="policy_name_version_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    def as_policy(self):
+        from tracing.watchdog import Policy as WatchdogPolicy
+
+        return WatchdogPolicy.from_dict(
+            {**self.config, "name": self.name, "version": self.version, "description": self.description}
+        )
+
+
 class RunQuerySet(models.QuerySet):
     def for_user(self, user) -> RunQuerySet:
         # Every signed-in user sees every run: agentlab is a team tool. Kept as
@@ -128,6 +164,8 @@ class Run(models.Model):
     seed = models.BigIntegerField(null=True, blank=True)
     # Simulated-model knobs and other per-run settings (fault injection...).
     settings = models.JSONField(default=dict, blank=True)
+    # No policy: the watchdog is off (signals are still computed and shown).
+    policy = models.ForeignKey(Policy, on_delete=models.PROTECT, null=True, blank=True, related_name="runs")
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     stop_requested = models.BooleanField(default=False)
@@ -147,6 +185,11 @@ class Run(models.Model):
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
     latency_ms = models.FloatField(default=0.0)
+    # Interruptions (watchdog tiers, budget truncation, user stop), kept by the
+    # recorder so the list can filter on them without reading steps.
+    intervention_count = models.PositiveIntegerField(default=0)
+    intervention_detectors = ArrayField(models.CharField(max_length=40), default=list, blank=True)
+    intervention_tiers = ArrayField(models.CharField(max_length=10), default=list, blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -157,6 +200,9 @@ class Run(models.Model):
             models.Index(fields=["status", "-created_at", "-id"], name="run_status_idx"),
             models.Index(fields=["task", "-created_at", "-id"], name="run_task_idx"),
             models.Index(fields=["model_name", "-created_at", "-id"], name="run_model_idx"),
+            # "had an intervention of detector X / tier Y": array containment.
+            GinIndex(fields=["intervention_detectors"], name="run_detectors_gin"),
+            GinIndex(fields=["intervention_tiers"], name="run_tiers_gin"),
             # Workers and the live views look only at unfinished runs.
             models.Index(fields=["status"], name="run_live_idx", condition=Q(status__in=["queued", "running"])),
         ]

@@ -2,8 +2,10 @@
 
 Postgres has no Chinese parser, so text is segmented here (words, CJK runs as
 character bigrams, the same rules as argument normalisation) and indexed with
-the `simple` configuration. A query matches any of its tokens; documents that
-share more tokens (and rarer ones) rank higher via ts_rank_cd.
+the `simple` configuration. The index finds candidates sharing any query token;
+a candidate must then cover at least MIN_QUERY_COVERAGE of the query's tokens,
+so a query about an unknown (or misspelt) entity comes back empty instead of
+matching on one common word — the "empty result" the field's traps rely on.
 """
 
 from __future__ import annotations
@@ -16,33 +18,41 @@ from tracing.normalize import tokens
 # Cap on query tokens: a pasted paragraph becomes a huge OR that ranks nothing
 # better than its first few words do.
 MAX_QUERY_TOKENS = 32
+# Share of the query's tokens a document must contain (the same rule as the
+# in-memory CorpusSearch): one shared common word is not a hit.
+MIN_QUERY_COVERAGE = 0.5
+# Candidates ranked by Postgres before the coverage filter.
+CANDIDATES = 50
 
 
 def tokens_for_index(text: str) -> str:
     return " ".join(tokens(text))
 
 
-def _tsquery(query: str) -> str:
-    toks = tokens(query)[:MAX_QUERY_TOKENS]
-    # Tokens are letters, digits and CJK only (see tracing.normalize), so quoting
-    # them is enough to keep to_tsquery from reading operators.
-    return " | ".join(f"'{t}'" for t in toks)
-
-
 class PostgresSearch:
-    def search(self, query: str, k: int = 3) -> list[DocRecord]:
-        tsq = _tsquery(query or "")
-        if not tsq:
+    def search(self, query: str, k: int = 5) -> list[DocRecord]:
+        toks = tokens(query or "")[:MAX_QUERY_TOKENS]
+        if not toks:
             return []
+        # Tokens are letters, digits and CJK only (see tracing.normalize), so
+        # quoting them keeps to_tsquery from reading operators.
+        tsq = " | ".join(f"'{t}'" for t in toks)
         sql = """
-            SELECT slug, title, body, lang, COALESCE(flags->>'fault', '')
+            SELECT slug, title, body, lang, COALESCE(flags->>'fault', ''), search_tokens,
+                   ts_rank_cd(to_tsvector('simple', search_tokens), q) AS rank
             FROM runs_document, to_tsquery('simple', %s) q
             WHERE to_tsvector('simple', search_tokens) @@ q
-            ORDER BY ts_rank_cd(to_tsvector('simple', search_tokens), q) DESC, slug
+            ORDER BY rank DESC, slug
             LIMIT %s
         """
         with connection.cursor() as cur:
-            cur.execute(sql, [tsq, k])
+            cur.execute(sql, [tsq, CANDIDATES])
             rows = cur.fetchall()
-        return [DocRecord(slug=r[0], title=r[1], body=r[2], lang=r[3], fault=r[4]) for r in rows]
-
+        wanted = set(toks)
+        scored = []
+        for slug, title, body, lang, fault, doc_tokens, rank in rows:
+            coverage = len(wanted & set(doc_tokens.split())) / len(wanted)
+            if coverage >= MIN_QUERY_COVERAGE:
+                scored.append((coverage, rank, DocRecord(slug=slug, title=title, body=body, lang=lang, fault=fault)))
+        scored.sort(key=lambda item: (-item[0], -item[1]))
+        return [doc for _, _, doc in scored[:k]]

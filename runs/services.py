@@ -16,11 +16,13 @@ from kombu.exceptions import OperationalError
 
 from runs.agent.loop import Outcome, run_agent
 from runs.llm import EndpointNotConfigured, client_for, config_for
-from runs.models import RerunGroup, Run, Task
+from runs.models import Policy, RerunGroup, Run, Task
 from runs.toolbox import build_tools
+from tracing.governance import govern_observation
 from tracing.models import Step
 from tracing.recorder import Recorder
 from tracing.steps import Step as StepRecord
+from tracing.watchdog import OFF_POLICY, Watchdog
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,7 @@ class RunSpec:
     seed: int | None = None
     base_url: str = ""
     settings: dict | None = None
+    policy: Policy | None = None
 
 
 def runs_launch(*, owner, spec: RunSpec, reruns: int = 1) -> list[Run]:
@@ -63,28 +66,7 @@ def runs_launch(*, owner, spec: RunSpec, reruns: int = 1) -> list[Run]:
         if reruns > 1:
             title = spec.task.slug if spec.task else spec.prompt[:60]
             group = RerunGroup.objects.create(name=f"{title} × {reruns}", owner=owner)
-        runs = []
-        for i in range(reruns):
-            # Reruns differ by seed; an explicit seed makes the group reproducible.
-            seed = spec.seed + i if spec.seed is not None else uuid.uuid4().int % 2**31
-            runs.append(
-                Run(
-                    task=spec.task,
-                    prompt=spec.prompt,
-                    group=group,
-                    owner=owner,
-                    provider=spec.provider,
-                    model_name=spec.model_name,
-                    base_url=spec.base_url,
-                    mode=spec.mode,
-                    temperature=spec.temperature,
-                    max_steps=spec.max_steps,
-                    max_tokens=spec.max_tokens,
-                    seed=seed,
-                    settings=spec.settings or {},
-                    celery_id=str(uuid.uuid4()),
-                )
-            )
+        runs = [_new_run(owner=owner, spec=spec, group=group, offset=i) for i in range(reruns)]
         Run.objects.bulk_create(runs)
 
     sent = 0
@@ -99,6 +81,35 @@ def runs_launch(*, owner, spec: RunSpec, reruns: int = 1) -> list[Run]:
             group.delete()
         raise QueueUnavailable(f"The run queue (Redis) is unavailable: {exc}") from exc
     return runs
+
+
+def _new_run(*, owner, spec: RunSpec, group: RerunGroup | None = None, offset: int = 0) -> Run:
+    # Reruns differ by seed; an explicit seed makes the group reproducible.
+    seed = spec.seed + offset if spec.seed is not None else uuid.uuid4().int % 2**31
+    return Run(
+        task=spec.task,
+        prompt=spec.prompt,
+        group=group,
+        owner=owner,
+        provider=spec.provider,
+        model_name=spec.model_name,
+        base_url=spec.base_url,
+        mode=spec.mode,
+        temperature=spec.temperature,
+        max_steps=spec.max_steps,
+        max_tokens=spec.max_tokens,
+        seed=seed,
+        settings=spec.settings or {},
+        policy=spec.policy,
+        celery_id=str(uuid.uuid4()),
+    )
+
+
+def run_create(*, owner, spec: RunSpec) -> Run:
+    """One queued run without a message: for callers that execute it themselves."""
+    run = _new_run(owner=owner, spec=spec)
+    run.save()
+    return run
 
 
 def _claim(run_id: int, task_id: str, redelivered: bool) -> bool:
@@ -127,22 +138,46 @@ class _StopFlag:
         return self.stop
 
 
-def run_execute(*, run_id: int, task_id: str = "", redelivered: bool = False) -> Run | None:
-    """Run the agent for a claimed run; called by the Celery task."""
+def watchdog_for(run: Run, history: list[StepRecord]) -> Watchdog:
+    # No policy = watchdog off; it still computes the signals the timeline shows.
+    policy = run.policy.as_policy() if run.policy_id else OFF_POLICY
+    watchdog = Watchdog(policy, goal=run.prompt)
+    # A resumed run: bring the detectors' state up to where the run stopped.
+    for step in history:
+        watchdog.observe(step)
+    return watchdog
+
+
+def _governed(max_chars: int):
+    def prepare(tool: str, result) -> tuple[str, dict]:
+        text, meta = govern_observation(tool, result.text, result.status, max_chars=max_chars,
+                                        source=str((result.meta or {}).get("docs", "")))
+        return text, {**(result.meta or {}), **meta}
+
+    return prepare
+
+
+def run_execute(*, run_id: int, task_id: str = "", redelivered: bool = False, client=None) -> Run | None:
+    """Run the agent for a claimed run; called by the Celery task.
+
+    `client` replaces the run's endpoint (the in-process sim for demo data).
+    """
     if not _claim(run_id, task_id, redelivered):
         return None
-    run = Run.objects.select_related("task").get(pk=run_id)
+    run = Run.objects.select_related("task", "policy").get(pk=run_id)
     history = [s.to_record() for s in Step.objects.filter(run_id=run_id).order_by("index")]
     recorder = Recorder(run_id)
     try:
         outcome = run_agent(
-            client=client_for(run),
+            client=client or client_for(run),
             config=config_for(run),
             prompt=run.prompt,
             tools=build_tools(run),
             sink=recorder,
             should_stop=_StopFlag(run_id),
+            watchdog=watchdog_for(run, history),
             history=history,
+            prepare_observation=_governed(int(run.settings.get("context_chars", 2000))),
         )
     except EndpointNotConfigured as exc:
         outcome = _error_outcome(run_id, f"model endpoint not configured: {exc}")

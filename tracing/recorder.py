@@ -25,7 +25,14 @@ UPDATE runs_run SET
     step_count = step_count + (SELECT count(*) FROM ins),
     prompt_tokens = prompt_tokens + COALESCE((SELECT sum(prompt_tokens) FROM ins), 0),
     completion_tokens = completion_tokens + COALESCE((SELECT sum(completion_tokens) FROM ins), 0),
-    latency_ms = latency_ms + COALESCE((SELECT sum(latency_ms) FROM ins), 0)
+    latency_ms = latency_ms + COALESCE((SELECT sum(latency_ms) FROM ins), 0),
+    intervention_count = intervention_count + (SELECT count(*) FROM ins WHERE %s),
+    intervention_detectors = CASE
+        WHEN EXISTS (SELECT 1 FROM ins) AND %s::varchar IS NOT NULL AND NOT (%s::varchar = ANY(intervention_detectors))
+        THEN array_append(intervention_detectors, %s::varchar) ELSE intervention_detectors END,
+    intervention_tiers = CASE
+        WHEN EXISTS (SELECT 1 FROM ins) AND %s::varchar IS NOT NULL AND NOT (%s::varchar = ANY(intervention_tiers))
+        THEN array_append(intervention_tiers, %s::varchar) ELSE intervention_tiers END
 WHERE id = %s
 """
 
@@ -47,6 +54,10 @@ def _json(value) -> str | None:
 
 
 def record_step(run_id: int, step: StepRecord) -> None:
+    is_intervention = step.kind == "intervention"
+    meta = step.meta or {}
+    detector = str(meta.get("detector") or "watchdog")[:40] if is_intervention else None
+    tier = str(meta.get("tier") or "")[:10] or None if is_intervention else None
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute(
             _RECORD_SQL,
@@ -61,6 +72,9 @@ def record_step(run_id: int, step: StepRecord) -> None:
                 max(0, int(step.prompt_tokens or 0)),
                 max(0, int(step.completion_tokens or 0)),
                 max(0.0, float(step.latency_ms or 0.0)),
+                is_intervention,
+                detector, detector, detector,
+                tier, tier, tier,
                 run_id,
             ],
         )

@@ -49,3 +49,9 @@ def test_the_search_tool_over_postgres_reports_empty_and_timeout(corpus):
 def test_documents_added_later_are_searchable(corpus):
     Document.objects.create(slug="new", title="Zeppelin facts", body="Zeppelins are rigid airships.")
     assert PostgresSearch().search("zeppelin", 3)[0].slug == "new"
+
+
+def test_a_query_sharing_one_common_word_is_empty(corpus):
+    # Both sides of MIN_QUERY_COVERAGE: 1 of 3 tokens is not a hit, 2 of 3 is.
+    assert PostgresSearch().search("Tolbey Quary timetable", 3) == []
+    assert PostgresSearch().search("flaky timetable quary", 3)[0].slug == "timeout"

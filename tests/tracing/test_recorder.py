@@ -43,3 +43,17 @@ def test_it_stores_hostile_text_verbatim(make_run):
     assert stored.text.startswith("<script>alert(1)</script>")
     assert "\x00" not in stored.text  # Postgres text cannot hold NUL
     assert len(stored.text) == len(nasty)
+
+
+def test_interventions_are_summarised_on_the_run(make_run):
+    run = make_run(status="running")
+    rec = Recorder(run.pk)
+    rec(StepRecord(index=0, kind="intervention", text="hint", meta={"detector": "repetition", "tier": "hint"}))
+    rec(StepRecord(index=1, kind="intervention", text="again", meta={"detector": "repetition", "tier": "redirect"}))
+    rec(StepRecord(index=2, kind="intervention", text="out of turns", meta={"detector": "budget", "tier": "stop"}))
+    rec(StepRecord(index=2, kind="intervention", text="re-delivered", meta={"detector": "user", "tier": "stop"}))
+    rec(StepRecord(index=3, kind="observation", text="x", meta={"detector": "not-an-intervention"}))
+    run.refresh_from_db()
+    assert run.intervention_count == 3
+    assert run.intervention_detectors == ["repetition", "budget"]
+    assert run.intervention_tiers == ["hint", "redirect", "stop"]

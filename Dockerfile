@@ -1,0 +1,10 @@
+FROM python:3.11-slim
+RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake postgresql-client && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY pyproject.toml ./
+COPY agentlab agentlab
+COPY runs runs
+COPY tracing tracing
+RUN pip install --no-cache-dir -e ".[local]"
+COPY . .
+ENV PYTHONUNBUFFERED=1

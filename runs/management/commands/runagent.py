@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from runs import services
+from runs.models import Run, Task
+
+
+class Command(BaseCommand):
+    help = "Queue runs of a built-in task (a Celery worker executes them); --wait prints outcomes."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--task", required=True, help="task slug")
+        parser.add_argument("--model", default="sim", help="sim, local, or a model name on OPENAI_BASE_URL")
+        parser.add_argument("--mode", choices=["tools", "text"], default=None)
+        parser.add_argument("--reruns", type=int, default=1)
+        parser.add_argument("--seed", type=int, default=None)
+        parser.add_argument("--temperature", type=float, default=0.7)
+        parser.add_argument("--max-steps", type=int, default=15)
+        parser.add_argument("--max-tokens", type=int, default=20_000)
+        parser.add_argument("--wait", action="store_true", help="wait for the runs to end and print outcomes")
+        parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait with --wait")
+
+    def handle(self, *args, **opts):
+        task = Task.objects.filter(slug=opts["task"]).first()
+        if task is None:
+            raise CommandError(f"unknown task {opts['task']!r} (python manage.py loaddemo loads the built-in suite)")
+        if not 1 <= opts["reruns"] <= 50:
+            raise CommandError("--reruns must be between 1 and 50")
+        if not 1 <= opts["max_steps"] <= 200:
+            raise CommandError("--max-steps must be between 1 and 200")
+        if not 0 <= opts["temperature"] <= 2:
+            raise CommandError("--temperature must be between 0 and 2")
+        model = opts["model"]
+        provider = model if model in ("sim", "local") else Run.Provider.OPENAI
+        mode = opts["mode"] or ("text" if provider == "local" else "tools")
+        if provider == "local" and mode == "tools":
+            raise CommandError("the local model has no tool calling: use --mode text")
+        spec = services.RunSpec(
+            task=task,
+            prompt=task.prompt,
+            provider=provider,
+            model_name={"sim": "sim", "local": "gemma-3-270m"}.get(model, model),
+            mode=mode,
+            temperature=opts["temperature"],
+            max_steps=opts["max_steps"],
+            max_tokens=opts["max_tokens"],
+            seed=opts["seed"],
+        )
+        try:
+            runs = services.runs_launch(owner=None, spec=spec, reruns=opts["reruns"])
+        except services.QueueUnavailable as exc:
+            raise CommandError(str(exc)) from exc
+        for run in runs:
+            self.stdout.write(f"run {run.pk} queued")
+        if not opts["wait"]:
+            return
+        ids = [r.pk for r in runs]
+        deadline = time.monotonic() + opts["timeout"]
+        while Run.objects.filter(pk__in=ids, status__in=Run.LIVE_STATUSES).exists():
+            if time.monotonic() > deadline:
+                raise CommandError("timed out waiting; is a Celery worker running?")
+            time.sleep(0.5)
+        for run in Run.objects.filter(pk__in=ids).order_by("pk"):
+            verdict = {True: "correct", False: "wrong", None: "unscored"}[run.success]
+            self.stdout.write(
+                f"run {run.pk}: {run.status} in {run.step_count} steps, answer {run.final_answer!r} ({verdict})"
+                + (f" — {run.reason}" if run.reason else "")
+            )

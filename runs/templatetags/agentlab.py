@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import json
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def pretty_json(value) -> str:
+    """Indented JSON as plain text (autoescaped where it is shown)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def num(value, digits: int = 2) -> str:
+    try:
+        return f"{float(value):.{int(digits)}f}"
+    except (TypeError, ValueError):
+        return ""
