@@ -80,7 +80,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(__import__("plotly").__file__).parent / "package_data")]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 # Celery. Redis is only the broker: Postgres holds every result worth keeping.

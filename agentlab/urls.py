@@ -3,15 +3,18 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from runs import policy_views
+from runs import dashboard_views, policy_views
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="runs:list", permanent=False)),
     path("runs/", include("runs.urls")),
+    path("compare/", include("runs.compare_urls")),
+    path("dashboard/", dashboard_views.dashboard_page, name="dashboard"),
     path("policies/", policy_views.policy_list, name="policy_list"),
     path("policies/new/", policy_views.policy_edit, name="policy_new"),
     path("policies/<slug:name>/edit/", policy_views.policy_edit, name="policy_edit"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("", include("tracing.api_urls")),
 ]

@@ -153,6 +153,11 @@ class Run(models.Model):
     group = models.ForeignKey(RerunGroup, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     source = models.CharField(max_length=40, default="agentlab")
+    # A fork continues `parent` from its step `fork_from`: the parent's steps
+    # with index < fork_from are read from the parent (never copied); the
+    # fork's own steps start at fork_from (an edited step first, if any).
+    parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="forks")
+    fork_from = models.PositiveIntegerField(null=True, blank=True)
 
     provider = models.CharField(max_length=10, choices=Provider.choices, default=Provider.SIM)
     model_name = models.CharField(max_length=120, default="sim")
@@ -190,6 +195,11 @@ class Run(models.Model):
     intervention_count = models.PositiveIntegerField(default=0)
     intervention_detectors = ArrayField(models.CharField(max_length=40), default=list, blank=True)
     intervention_tiers = ArrayField(models.CharField(max_length=10), default=list, blank=True)
+    # The first step where the reasoning stopped tracking the last observation
+    # (tracing.anchoring), computed when the run ends or is imported.
+    first_anchor_break = models.IntegerField(null=True, blank=True)
+    anchor_reason = models.TextField(blank=True)
+    anchor_evidence = models.JSONField(default=dict, blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -203,10 +213,13 @@ class Run(models.Model):
             # "had an intervention of detector X / tier Y": array containment.
             GinIndex(fields=["intervention_detectors"], name="run_detectors_gin"),
             GinIndex(fields=["intervention_tiers"], name="run_tiers_gin"),
+            models.Index(fields=["-created_at", "-id"], name="run_anchor_break_idx",
+                         condition=Q(first_anchor_break__isnull=False)),
             # Workers and the live views look only at unfinished runs.
             models.Index(fields=["status"], name="run_live_idx", condition=Q(status__in=["queued", "running"])),
         ]
         constraints = [
+            models.CheckConstraint(condition=Q(parent__isnull=True) | Q(fork_from__isnull=False), name="run_fork_has_step"),
             models.CheckConstraint(condition=Q(max_steps__gte=1) & Q(max_steps__lte=1000), name="run_max_steps_range"),
             models.CheckConstraint(condition=Q(temperature__gte=0) & Q(temperature__lte=2), name="run_temperature_range"),
         ]
@@ -234,3 +247,4 @@ class Run(models.Model):
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()
         return None
+from runs.review_models import ReviewItem, ReviewLabel  # noqa: E402, F401

@@ -138,6 +138,85 @@ class _StopFlag:
         return self.stop
 
 
+def run_history(run: Run) -> list[StepRecord]:
+    """The steps the model's context is built from: for a fork, the parent's
+    steps before the fork point, then the fork's own (two queries at most)."""
+    own = [s.to_record() for s in Step.objects.filter(run_id=run.pk).order_by("index")]
+    if run.parent_id is None:
+        return own
+    inherited = [
+        s.to_record()
+        for s in Step.objects.filter(run_id=run.parent_id, index__lt=run.fork_from).order_by("index")
+    ]
+    return inherited + own
+
+
+class ForkError(ValueError):
+    pass
+
+
+# Steps a counterfactual continuation may run by default (issue 5: "up to N
+# more steps, default 5") and at most.
+FORK_DEFAULT_TURNS = 5
+FORK_MAX_TURNS = 50
+
+
+def fork_create(*, parent: Run, fork_from: int, owner=None, policy: Policy | None = None,
+                turns: int = FORK_DEFAULT_TURNS, edit: dict | None = None, enqueue: bool = True) -> Run:
+    """A run that continues `parent` from step `fork_from` (the steps before it
+    are read from the parent). `edit` = {"kind", "text"} replaces the parent's
+    step at `fork_from` ("what if the search had returned this?"); without an
+    edit the fork resumes just before that step (e.g. without the watchdog's
+    intervention). The model turns already in the history count against the
+    budget, so the fork's budget is the history's turns plus `turns`."""
+    if parent.is_live:
+        raise ForkError("the run is still going; fork it when it has ended")
+    if not 1 <= turns <= FORK_MAX_TURNS:
+        raise ForkError(f"turns must be between 1 and {FORK_MAX_TURNS}")
+    if fork_from < 0:
+        raise ForkError("the fork step must be a step index of the run")
+    if parent.provider == Run.Provider.IMPORT:
+        raise ForkError("imported runs have no model endpoint to continue with")
+    parent_steps = run_history(parent)
+    if not any(s.index == fork_from for s in parent_steps) and fork_from != (parent_steps[-1].index + 1 if parent_steps else 0):
+        raise ForkError(f"run {parent.pk} has no step {fork_from}")
+    inherited = [s for s in parent_steps if s.index < fork_from]
+    edited = None
+    if edit is not None:
+        original = next((s for s in parent_steps if s.index == fork_from), None)
+        if original is None:
+            raise ForkError("only an existing step can be edited")
+        if original.kind not in ("observation", "thought"):
+            raise ForkError("only an observation or a thought can be edited")
+        text = str(edit.get("text") or "")
+        if not text.strip():
+            raise ForkError("the edited text is empty")
+        edited = StepRecord(index=fork_from, kind=original.kind, text=text, tool=original.tool, args=original.args,
+                            meta={**{k: v for k, v in original.meta.items() if k not in ("signals", "anchor_score")},
+                                  "edited": True, "original_text": original.text[:2000]})
+    history_turns = sum(1 for s in inherited if s.completion_tokens)
+    with transaction.atomic():
+        fork = Run.objects.create(
+            task=parent.task, prompt=parent.prompt, owner=owner, parent=parent, fork_from=fork_from,
+            provider=parent.provider, model_name=parent.model_name, base_url=parent.base_url, mode=parent.mode,
+            temperature=parent.temperature, max_steps=min(1000, history_turns + turns),
+            max_tokens=parent.max_tokens + 50_000, seed=parent.seed,
+            settings={**parent.settings, "fork": {"turns": turns, "edited": edited is not None}},
+            policy=policy, celery_id=str(uuid.uuid4()),
+        )
+        if edited is not None:
+            Recorder(fork.pk)(edited)
+    if enqueue:
+        from runs.tasks import execute_run
+
+        try:
+            execute_run.apply_async((fork.pk,), task_id=fork.celery_id, queue=settings.RUN_QUEUE, retry=False)
+        except OperationalError as exc:
+            fork.delete()
+            raise QueueUnavailable(f"The run queue (Redis) is unavailable: {exc}") from exc
+    return fork
+
+
 def watchdog_for(run: Run, history: list[StepRecord]) -> Watchdog:
     # No policy = watchdog off; it still computes the signals the timeline shows.
     policy = run.policy.as_policy() if run.policy_id else OFF_POLICY
@@ -165,7 +244,7 @@ def run_execute(*, run_id: int, task_id: str = "", redelivered: bool = False, cl
     if not _claim(run_id, task_id, redelivered):
         return None
     run = Run.objects.select_related("task", "policy").get(pk=run_id)
-    history = [s.to_record() for s in Step.objects.filter(run_id=run_id).order_by("index")]
+    history = run_history(run)
     recorder = Recorder(run_id)
     try:
         outcome = run_agent(
@@ -200,11 +279,74 @@ def _error_outcome(run_id: int, reason: str) -> Outcome:
 
 
 def score_answer(task: Task | None, answer: str | None) -> bool | None:
-    if task is None or not task.gold_answer or answer is None:
-        return None
+    if task is None or not task.gold_answer:
+        return None  # nothing to score against
+    if not answer:
+        return False  # a run that ended without an answer did not succeed
     from runs.agent.suite import score
 
     return score(task.as_suite_dict(), answer)
+
+
+def analyse_records(records: list[StepRecord], *, prompt: str, policy=None, recompute_signals: bool = True):
+    """The anchor report and (optionally) the watchdog's signals for a step
+    sequence, written into each record's meta. Pure: callers store the result."""
+    from tracing.anchoring import anchor_report
+
+    report = anchor_report(records, task=prompt)
+    signals = {}
+    if recompute_signals:
+        watchdog = Watchdog(policy or OFF_POLICY, goal=prompt)
+        for record in records:
+            watchdog.observe(record)
+        signals = watchdog.signals
+    for record in records:
+        meta = dict(record.meta or {})
+        score = report.scores.get(record.index)
+        if score is not None:
+            meta["anchor_score"] = round(score, 3)
+        if recompute_signals:
+            if signals.get(record.index):
+                meta["signals"] = signals[record.index]
+            else:
+                meta.pop("signals", None)
+        record.meta = meta
+    return report
+
+
+def run_analyse(run_id: int, *, recompute_signals: bool = False) -> None:
+    """Whole-run analysis over the stored steps: the anchor break and the
+    per-step anchoring scores (and, when asked, the watchdog's signals again,
+    e.g. after a detector changed or for an imported run that has none)."""
+    run = Run.objects.select_related("policy").get(pk=run_id)
+    rows = {row.index: row for row in Step.objects.filter(run_id=run_id)}
+    # A fork is judged on its whole trajectory, the parent's part included.
+    records = run_history(run)
+    policy = run.policy.as_policy() if run.policy_id else None
+    report = analyse_records(records, prompt=run.prompt, policy=policy, recompute_signals=recompute_signals)
+    changed = []
+    for record in records:
+        row = rows.get(record.index)
+        if row is not None and record.meta != row.meta:
+            row.meta = record.meta
+            changed.append(row)
+    with transaction.atomic():
+        Step.objects.bulk_update(changed, ["meta"], batch_size=500)
+        Run.objects.filter(pk=run_id).update(
+            first_anchor_break=report.first_break,
+            anchor_reason=report.reason or "",
+            anchor_evidence=report.evidence or {},
+        )
+        _sync_review_items(run_id)
+
+
+def _sync_review_items(run_id: int) -> None:
+    # The review queue (runs/reviews.py) keeps one item per interruption step.
+    try:
+        from runs.reviews import review_items_sync
+    except ImportError:
+        return
+    review_items_sync(run_id)
 
 
 def run_finish(*, run_id: int, outcome: Outcome) -> Run:
@@ -218,6 +360,10 @@ def run_finish(*, run_id: int, outcome: Outcome) -> Run:
         success=success,
         finished_at=timezone.now(),
     )
+    try:
+        run_analyse(run_id)
+    except Exception:  # the run is over either way; its analysis can be redone
+        log.exception("analysis of run %s failed", run_id)
     run.refresh_from_db()
     return run
 

@@ -22,6 +22,8 @@ RUNS_PER_PAGE = 50
 # Steps per request on the run page: enough to fill a screen several times,
 # small enough that a 5,000-step run never arrives as one huge page.
 STEPS_PER_PAGE = 200
+# The first page grows to reach the anchor break, up to this many steps.
+MAX_INITIAL_STEPS = 2000
 
 
 class RunFilterForm(forms.Form):
@@ -35,6 +37,13 @@ class RunFilterForm(forms.Form):
     tier = forms.ChoiceField(choices=[("", "any tier"), ("hint", "hint"), ("redirect", "redirect"), ("stop", "stop")],
                              required=False)
     policy = forms.CharField(required=False, max_length=80)
+    steps_min = forms.IntegerField(required=False, min_value=0)
+    steps_max = forms.IntegerField(required=False, min_value=0)
+    outcome = forms.ChoiceField(choices=[("", "any outcome"), ("correct", "correct"), ("wrong", "wrong")], required=False)
+    stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"),
+                                            ("watchdog", "watchdog"), ("user", "user")], required=False)
+    anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break")],
+                               required=False)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     before = forms.CharField(required=False, max_length=80)
@@ -81,6 +90,18 @@ def run_list(request: HttpRequest) -> HttpResponse:
             qs = qs.filter(intervention_tiers__contains=[data["tier"]])
         if data["policy"]:
             qs = qs.filter(policy__name=data["policy"])
+        if data["steps_min"] is not None:
+            qs = qs.filter(step_count__gte=data["steps_min"])
+        if data["steps_max"] is not None:
+            qs = qs.filter(step_count__lte=data["steps_max"])
+        if data["outcome"]:
+            qs = qs.filter(success=data["outcome"] == "correct")
+        if data["stopped_by"]:
+            qs = qs.filter(stopped_by=data["stopped_by"])
+        if data["anchor"] == "broken":
+            qs = qs.filter(first_anchor_break__isnull=False)
+        elif data["anchor"] == "kept":
+            qs = qs.filter(first_anchor_break__isnull=True)
         if data["since"]:
             qs = qs.filter(created_at__date__gte=data["since"])
         if data["until"]:
@@ -113,16 +134,25 @@ def run_list(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/list.html", context)
 
 
-def _steps_after(run: Run, after: int) -> list[Step]:
-    return list(Step.objects.filter(run=run, index__gt=after).order_by("index")[:STEPS_PER_PAGE])
+def _steps_after(run: Run, after: int, limit: int = STEPS_PER_PAGE) -> list[Step]:
+    return list(Step.objects.filter(run=run, index__gt=after).order_by("index")[:limit])
 
 
 @login_required
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _get_run(request, run_id)
-    steps = _steps_after(run, -1)
-    return render(request, "runs/detail.html", _timeline_context(run, steps))
+    # The page opens at the anchor break, so it must be among the loaded steps.
+    upto = min((run.first_anchor_break or 0) + STEPS_PER_PAGE // 4, MAX_INITIAL_STEPS)
+    inherited = []
+    if run.parent_id is not None:
+        # A fork's first steps are its parent's, read from the parent.
+        inherited = list(Step.objects.filter(run_id=run.parent_id, index__lt=run.fork_from)
+                         .order_by("index")[:MAX_INITIAL_STEPS])
+        steps = _steps_after(run, run.fork_from - 1, limit=max(STEPS_PER_PAGE, upto))
+    else:
+        steps = _steps_after(run, -1, limit=max(STEPS_PER_PAGE, upto))
+    return render(request, "runs/detail.html", {**_timeline_context(run, steps), "inherited": inherited})
 
 
 def _timeline_context(run: Run, steps: list[Step]) -> dict:
@@ -258,3 +288,36 @@ def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
     )
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
     return response
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="JSONL, one trajectory per line (the format of shared/eval/README.md)")
+    source = forms.CharField(max_length=40, required=False, help_text="label for these runs (default: each line's source)")
+
+
+# Uploads above this are refused before reading: use `manage.py importjsonl`.
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_import(request: HttpRequest) -> HttpResponse:
+    from runs.importer import import_lines
+
+    form = ImportForm(request.POST or None, request.FILES or None)
+    result = None
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            if upload.size > MAX_UPLOAD_BYTES:
+                form.add_error("file", f"The file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB; "
+                                       "import it with `manage.py importjsonl` instead.")
+                status = 400
+            else:
+                result = import_lines(upload, owner=request.user, source=form.cleaned_data["source"])
+                status = 200 if result.run_ids or not result.errors else 400
+        else:
+            status = 400
+    runs = Run.objects.filter(pk__in=result.run_ids).order_by("pk")[:200] if result else []
+    return render(request, "runs/import.html", {"form": form, "result": result, "runs": runs}, status=status)

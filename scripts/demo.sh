@@ -15,4 +15,5 @@ else
 fi
 .venv/bin/celery -A agentlab worker --concurrency 2 --loglevel WARNING -Q "${RUN_QUEUE:-agentlab-runs}" &
 echo "agentlab on http://127.0.0.1:$PORT/  (log in as demo / demo)"
-$PY manage.py runserver "127.0.0.1:$PORT" --noreload
+# --insecure: runserver serves static files (htmx, plotly) with DEBUG off.
+$PY manage.py runserver "127.0.0.1:$PORT" --noreload --insecure

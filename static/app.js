@@ -10,3 +10,10 @@ document.addEventListener("click", (event) => {
   const step = document.querySelector(`.step[data-detector="${CSS.escape(chip.dataset.jumpDetector)}"]`);
   if (step) { event.preventDefault(); step.scrollIntoView({block: "center"}); location.hash = step.id; }
 });
+// A run page opens at the first anchor break unless the URL names a step.
+document.addEventListener("DOMContentLoaded", () => {
+  const wrap = document.querySelector("[data-anchor-break]");
+  if (!wrap || location.hash) return;
+  const step = document.getElementById(`step-${wrap.dataset.anchorBreak}`);
+  if (step) step.scrollIntoView({block: "center"});
+});

@@ -29,7 +29,22 @@ from tracing.watchdog import BUILTIN_POLICIES, DEFAULT_POLICY, Policy, PolicyErr
 # An analyzer that raises is reported under "analyzer_errors"; the run goes on.
 # ---------------------------------------------------------------------------
 Analyzer = Callable[[Trajectory, Sequence[Step], Watchdog], dict[str, Any]]
-ANALYZERS: list[Analyzer] = []
+def anchoring_analyzer(traj: Trajectory, evaluated: Sequence[Step], wd: Watchdog) -> dict[str, Any]:
+    """first_anchor_break / anchor_reason / anchor_evidence over the whole run
+    as recorded (the agent's anchoring does not depend on the policy)."""
+    from tracing.anchoring import anchor_report
+
+    return anchor_report(traj.steps, task=task_context(traj)).to_dict()
+
+
+def task_context(traj: Trajectory) -> str:
+    # What the agent was shown before its first step: the task, plus the
+    # environment's opening description when a source records one (ALFWorld).
+    opening = traj.meta.get("initial_observation") if isinstance(traj.meta, dict) else None
+    return f"{traj.task}\n{opening}" if isinstance(opening, str) and opening else traj.task
+
+
+ANALYZERS: list[Analyzer] = [anchoring_analyzer]
 
 
 def load_policy(spec: str | None) -> Policy:

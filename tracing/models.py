@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from tracing.steps import Step as StepRecord
@@ -61,3 +62,75 @@ class Step(models.Model):
         import json
 
         return json.dumps(self.args, ensure_ascii=False, sort_keys=True)
+
+
+class ApiToken(models.Model):
+    """A per-user bearer token for the ingestion API and OTLP.
+
+    Only the SHA-256 of the token is stored: a leaked database does not leak
+    working tokens. The prefix is kept so a user can tell tokens apart.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class ExternalRun(models.Model):
+    """A run that came from outside, under the id its sender knows it by.
+
+    For OTLP the external id is the trace id; for the JSON API it is the
+    client's ``external_id``, which makes creating a run idempotent. ``state``
+    is the OTLP mapper's cursor (tracing.ingest.otlp.TraceState: next index,
+    tool calls waiting for their result, the latest span position written), so
+    a batch of spans appends without re-reading the run's steps.
+    """
+
+    class Source(models.TextChoices):
+        OTLP = "otlp"
+        API = "api"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(max_length=8, choices=Source.choices)
+    external_id = models.CharField(max_length=200)
+    run = models.OneToOneField("runs.Run", on_delete=models.CASCADE, related_name="external")
+    state = models.JSONField(default=dict, blank=True)
+    span_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "source", "external_id"], name="external_run_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.external_id} -> run {self.run_id}"
+
+
+class IngestedSpan(models.Model):
+    """One received span: the de-dup key (exporters resend) and the normalised span,
+    kept so the run's steps can be re-derived when a span arrives out of order."""
+
+    trace = models.ForeignKey(ExternalRun, on_delete=models.CASCADE, related_name="spans")
+    span_id = models.CharField(max_length=16)
+    payload = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trace", "span_id"], name="ingested_span_uniq")]
+
+    def __str__(self) -> str:
+        return f"span {self.span_id}"

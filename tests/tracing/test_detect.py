@@ -121,3 +121,23 @@ def test_real_file(source, tmp_path):
     if source == "react_exemplars":
         # known-good runs: the default policy must not stop them
         assert not any(iv["tier"] == "stop" for r in rows for iv in r["interventions"])
+
+
+def test_each_line_carries_the_first_anchor_break(tmp_path):
+    import io
+    import json as _json
+
+    from tracing.detect import run_file
+    from tracing.watchdog import DEFAULT_POLICY
+
+    line = {"run_id": "a", "task": "Where was the author born?", "steps": [
+        {"index": 0, "kind": "observation", "content": "The author was born in Calder Bay."},
+        {"index": 1, "kind": "thought", "content": "So the author was born in Haiyan."},
+    ]}
+    path = tmp_path / "one.jsonl"
+    path.write_text(_json.dumps(line) + "\n")
+    out = io.StringIO()
+    run_file(path, DEFAULT_POLICY, out, io.StringIO())
+    result = _json.loads(out.getvalue())
+    assert result["first_anchor_break"] == 1
+    assert "Haiyan" in result["anchor_reason"]

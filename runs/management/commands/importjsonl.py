@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from runs.importer import import_lines
+
+
+class Command(BaseCommand):
+    help = "Import trajectories (JSONL, the format of shared/eval/README.md) as runs; bad lines are reported and skipped."
+
+    def add_arguments(self, parser):
+        parser.add_argument("files", nargs="+")
+        parser.add_argument("--source", default="", help="source label (default: each line's 'source')")
+        parser.add_argument("--user", default=None, help="owner user name")
+
+    def handle(self, *args, **opts):
+        owner = None
+        if opts["user"]:
+            owner = get_user_model().objects.filter(username=opts["user"]).first()
+            if owner is None:
+                raise CommandError(f"no user {opts['user']!r}")
+        failed = 0
+        for name in opts["files"]:
+            path = Path(name)
+            if not path.is_file():
+                raise CommandError(f"{name}: no such file")
+            with path.open("rb") as fh:
+                result = import_lines(fh, owner=owner, source=opts["source"])
+            for lineno, message in result.errors:
+                self.stderr.write(f"{name}:{lineno}: {message}")
+            failed += len(result.errors)
+            self.stdout.write(f"{name}: imported {len(result.run_ids)} runs, rejected {len(result.errors)} lines")
+        if failed:
+            raise CommandError(f"{failed} line(s) rejected; the others were imported")

@@ -1,0 +1,19 @@
+"""Anchoring: did the step after an observation use it? (issue 4, DESIGN.md section 1).
+
+Django-free. ``anchor_report(steps, task)`` is the entry point; see
+``tracing.anchoring.report`` for the patterns and thresholds.
+"""
+
+from __future__ import annotations
+
+from tracing.anchoring.report import (
+    PATTERNS,
+    AnchorReport,
+    Break,
+    Similarity,
+    anchor_report,
+    is_failure,
+    lexical_score,
+)
+
+__all__ = ["PATTERNS", "AnchorReport", "Break", "Similarity", "anchor_report", "is_failure", "lexical_score"]

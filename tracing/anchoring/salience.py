@@ -1,0 +1,430 @@
+"""Salient content of a piece of text: what a step could take from an observation.
+
+Anchoring asks "did the step after an observation use it?". Shared function
+words say nothing about that, so we only compare *salient units*:
+
+- numbers (``1,800`` and ``1800`` are one unit; ``21st`` is 21);
+- identifiers: a word with a small number (``drawer 3``, ``potato (1)``) or a
+  token mixing letters and digits (``B08H5DCD65``);
+- named entities, approximated by capitalised spans (``High Plains``);
+- content terms: lower-case words that are not stop / filler words;
+- CJK character bigrams (Chinese has no capitals and no spaces).
+
+Everything here is a single regex pass over capped text, so the cost of a
+step is linear in its (capped) length.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from tracing.normalize import EN_STOP_WORDS, ZH_STOP_CHARS, ZH_STOP_WORDS
+
+# Text beyond this is not scanned: a 1 MB observation is page dump, and what an
+# agent can take up from it sits in the part its context window saw anyway.
+MAX_SCAN_CHARS = 20_000
+
+# A number with more digits than this next to a word is a value ("born 1977"),
+# not part of a name ("drawer 3", "Apollo 11").
+MAX_ID_NUMBER_DIGITS = 3
+
+# Content terms shorter than this are mostly fillers and abbreviations that
+# match by accident ("use", "get"); entities and numbers have no such floor.
+MIN_TERM_CHARS = 4
+
+# Words that start sentences or carry ReAct protocol, not content. Kept short
+# and generic on purpose (no source-specific words).
+FILLER_WORDS = frozenset(
+    [
+        "maybe",
+        "perhaps",
+        "now",
+        "next",
+        "first",
+        "then",
+        "thus",
+        "therefore",
+        "however",
+        "also",
+        "since",
+        "because",
+        "according",
+        "based",
+        "yes",
+        "ok",
+        "okay",
+        "let",
+        "lets",
+        "need",
+        "needs",
+        "want",
+        "try",
+        "tried",
+        "check",
+        "thought",
+        "action",
+        "observation",
+        "answer",
+        "question",
+        "claim",
+        "step",
+        "result",
+        "results",
+        "search",
+        "lookup",
+        "finish",
+        "think",
+        "found",
+        "find",
+        "could",
+        "would",
+        "might",
+        "must",
+        "shall",
+        "may",
+        "also",
+        "still",
+        "already",
+        "instead",
+        "either",
+        "neither",
+        "whether",
+        "while",
+        "though",
+        "although",
+        "like",
+        "well",
+        "much",
+        "many",
+        "more",
+        "most",
+        "less",
+        "least",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "first",
+        "second",
+        "third",
+        "last",
+        "next",
+        "information",
+        "mention",
+        "mentions",
+        "mentioned",
+        "says",
+        "said",
+        "know",
+        "known",
+        "unknown",
+        "sure",
+        "does",
+        "don",
+        "doesn",
+        "didn",
+        "isn",
+        "wasn",
+        "aren",
+        "weren",
+        "cannot",
+        "can't",
+        "nothing",
+        "something",
+        "anything",
+        "everything",
+    ]
+)
+
+# "February 16" is a date, not an identifier like "drawer 16".
+MONTHS = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+    ]
+)
+
+# Connectors that may sit inside a capitalised name ("Bank of England",
+# "Leonardo da Vinci").
+NAME_CONNECTORS = frozenset(["of", "the", "de", "da", "di", "del", "van", "von", "der", "la", "le", "and", "&", "y"])
+
+# Common CJK words that are not names; without capitals, a CJK "name" is a run
+# of characters none of whose bigrams is supported, minus these.
+ZH_COMMON = frozenset(
+    [
+        "所以",
+        "因此",
+        "答案",
+        "需要",
+        "现在",
+        "然后",
+        "接下",
+        "下来",
+        "下一",
+        "一步",
+        "搜索",
+        "查找",
+        "查询",
+        "找到",
+        "完成",
+        "已经",
+        "可以",
+        "应该",
+        "觉得",
+        "看到",
+        "看看",
+        "观察",
+        "结果",
+        "信息",
+        "没有",
+        "提到",
+        "知道",
+        "问题",
+        "任务",
+        "首先",
+        "其次",
+        "最后",
+        "我们",
+        "他们",
+        "你们",
+        "成功",
+        "失败",
+        "出生",
+    ]
+)
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# One pass: a CJK run, or an alphanumeric word possibly with inner , . ' - that
+# keep numbers ("1,800", "2.5") and names ("O'Brien", "Jean-Luc") whole.
+_TOKEN_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[.,'’\-][^\W_{_CJK}]+)*)")
+_NUMBER_RE = re.compile(r"^\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|s)?$")
+_DIGIT_RE = re.compile(r"\d")
+_INNER_PUNCT_RE = re.compile(r"[.,'’\-]")
+_RANGE_RE = re.compile(r"^\d+(?:-\d+)+$")
+_SENTENCE_END = re.compile(r"[.!?。！？;；:\n]")
+_CJK_CHAR = re.compile(rf"[{_CJK}]")
+
+
+def normalize_number(raw: str) -> str:
+    """'1,800' -> '1800', '21st' -> '21', '2.50' -> '2.5', '1990s' -> '1990'."""
+    core = re.sub(r"(st|nd|rd|th|s)$", "", raw.lower())
+    core = core.replace(",", "")
+    if "." in core:
+        core = core.rstrip("0").rstrip(".")
+    return core.lstrip("0") or "0"
+
+
+def _is_number(word: str) -> bool:
+    return word[:1].isdigit() and bool(_NUMBER_RE.match(word.lower()))
+
+
+def _has_digit(word: str) -> bool:
+    return _DIGIT_RE.search(word) is not None
+
+
+def _is_cap(word: str) -> bool:
+    return word[:1].isupper()
+
+
+@dataclass
+class Salient:
+    """Salient units of one text. ``units`` is the flat set used for overlap."""
+
+    numbers: set[str] = field(default_factory=set)
+    ids: set[str] = field(default_factory=set)
+    # Each entity as its tuple of lower-case words, in order of appearance.
+    entities: list[tuple[str, ...]] = field(default_factory=list)
+    terms: set[str] = field(default_factory=set)
+    cjk: set[str] = field(default_factory=set)
+    # CJK pieces (runs split at function characters): candidate names.
+    cjk_pieces: list[str] = field(default_factory=list)
+    # Every lower-case word token (stop words included) and CJK bigram: the
+    # vocabulary used for "is this entity word anywhere in the evidence?".
+    words: set[str] = field(default_factory=set)
+
+    @cached_property
+    def units(self) -> set[str]:
+        # Computed once, after extract() has filled the fields.
+        out = {"n:" + n for n in self.numbers}
+        out.update("i:" + i for i in self.ids)
+        out.update("e:" + " ".join(e) for e in self.entities)
+        out.update("t:" + t for t in self.terms)
+        out.update("c:" + c for c in self.cjk)
+        return out
+
+    @cached_property
+    def strong_units(self) -> set[str]:
+        """Units that pin a fact down (a term alone rarely does)."""
+        return {u for u in self.units if not u.startswith("t:")}
+
+
+def _cjk_pieces(run: str) -> list[str]:
+    pieces: list[str] = []
+    start = 0
+    for i, ch in enumerate(run):
+        if ch in ZH_STOP_CHARS:
+            if i > start:
+                pieces.append(run[start:i])
+            start = i + 1
+    if start < len(run):
+        pieces.append(run[start:])
+    return pieces
+
+
+def extract(text: str) -> Salient:
+    """Salient units of ``text`` (capped at MAX_SCAN_CHARS). Never raises on str input."""
+    out = Salient()
+    if not text:
+        return out
+    text = text[:MAX_SCAN_CHARS]
+    # Capitalised span being built: list of (word, lower) and whether it
+    # started a sentence (a lone sentence-initial capital is not a name).
+    span: list[str] = []
+    span_sentence_start = False
+    pending_connectors: list[str] = []
+    prev_word: str | None = None
+    prev_end = 0
+
+    def close_span() -> None:
+        nonlocal span, pending_connectors
+        words = list(span)
+        # Drop leading articles/stop words ("The High Plains" -> "High Plains").
+        if span_sentence_start and len(words) > 1:
+            # The first word of a sentence is capitalised anyway: in
+            # "Professions of Nicholas Ray" only "Nicholas Ray" is a name.
+            words.pop(0)
+        while words and (
+            words[0].lower() in EN_STOP_WORDS or words[0].lower() in FILLER_WORDS or words[0].lower() in NAME_CONNECTORS
+        ):
+            words.pop(0)
+        if words:
+            # Possessives name the same thing: "Flydubai's" is "Flydubai".
+            lowered = tuple(re.sub(r"['’]s$", "", w.lower()) for w in words)
+            # A lone "So" / "Now" / "It" is a sentence opener, not a name.
+            if not (len(lowered) == 1 and (lowered[0] in EN_STOP_WORDS or lowered[0] in FILLER_WORDS)):
+                out.entities.append(lowered)
+        span = []
+        pending_connectors = []
+
+    for m in _TOKEN_RE.finditer(text):
+        gap = text[prev_end : m.start()]
+        # Fast path: most gaps are one space. Otherwise a sentence starts after
+        # end punctuation (tokens never include a trailing ".").
+        blank = gap == " " or (not gap.strip() and "\n" not in gap)
+        sentence_start = prev_end == 0 or (not blank and _SENTENCE_END.search(gap) is not None)
+        prev_end = m.end()
+        run = m.group("cjk")
+        if run is not None:
+            if span:
+                close_span()
+            prev_word = None
+            for piece in _cjk_pieces(run):
+                out.cjk_pieces.append(piece)
+                if len(piece) == 1:
+                    out.words.add(piece)
+                    continue
+                for i in range(len(piece) - 1):
+                    bigram = piece[i : i + 2]
+                    out.words.add(bigram)
+                    if bigram not in ZH_STOP_WORDS:
+                        out.cjk.add(bigram)
+            continue
+        word = m.group("word")
+        lower = word.lower()
+        out.words.add(lower)
+        if _INNER_PUNCT_RE.search(lower):
+            out.words.update(_INNER_PUNCT_RE.split(lower))
+        # A span continues across plain spaces only; punctuation such as
+        # commas or brackets ends a name.
+        joined = blank and not sentence_start
+        if _is_number(word):
+            number = normalize_number(word)
+            out.numbers.add(number)
+            digits = len(number.replace(".", ""))
+            if (
+                prev_word is not None
+                and digits <= MAX_ID_NUMBER_DIGITS
+                and gap.strip() in ("", "(", "#")
+                and prev_word.lower() not in EN_STOP_WORDS
+                and prev_word.lower() not in MONTHS
+                and not _is_number(prev_word)
+            ):
+                out.ids.add(f"{prev_word.lower()} {number}")
+            if span:
+                close_span()
+            prev_word = word
+            continue
+        if _RANGE_RE.match(word):
+            # "drawer (1-10)", "1990-1995": a range is its end points.
+            out.numbers.update(normalize_number(part) for part in word.split("-"))
+            if span:
+                close_span()
+            prev_word = word
+            continue
+        if _has_digit(word):
+            out.ids.add(lower)
+            if span:
+                close_span()
+            prev_word = word
+            continue
+        if _is_cap(word):
+            if span and joined:
+                span.extend(pending_connectors)
+                pending_connectors = []
+                span.append(word)
+            else:
+                if span:
+                    close_span()
+                span = [word]
+                span_sentence_start = sentence_start
+        elif span and joined and lower in NAME_CONNECTORS and len(pending_connectors) < 2:
+            pending_connectors.append(word)
+        elif span:
+            close_span()
+        if lower not in EN_STOP_WORDS and lower not in FILLER_WORDS and len(lower) >= MIN_TERM_CHARS:
+            out.terms.add(lower)
+        prev_word = word
+    if span:
+        close_span()
+    return out
+
+
+def is_cjk(text: str) -> bool:
+    return bool(_CJK_CHAR.search(text))
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences/clauses of a thought. Decimal points and initials do not split."""
+    text = text[:MAX_SCAN_CHARS]
+    parts = re.split(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\d\.)\s+|[。！？；;\n]+", text)
+    return [p.strip() for p in parts if p and p.strip()]

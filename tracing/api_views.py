@@ -1,0 +1,262 @@
+"""The ingestion endpoints (JSON API, OTLP/HTTP, OpenAPI) and the API token settings page.
+
+API views are CSRF-exempt: they authenticate with a bearer token, never with
+the session cookie, so a cross-site form cannot use a signed-in browser.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from functools import wraps
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import IntegrityError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from runs.models import Run
+from tracing.ingest import services
+from tracing.ingest.jsonapi import ApiError, load_json, parse_finish, parse_runs, parse_steps
+from tracing.ingest.openapi import openapi_spec
+from tracing.ingest.otlp import OtlpError, decode_json, decode_protobuf
+from tracing.ingest.writes import token_create, token_revoke, token_user
+from tracing.models import ApiToken
+
+# The OTLP default exporters send up to 512 spans a batch; 20 MiB leaves room
+# for long prompts in every span while bounding one request's memory.
+DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
+PROTOBUF = "application/x-protobuf"
+# gRPC status codes used in OTLP error bodies (google.rpc.Status.code).
+_RPC_CODES = {400: 3, 401: 16, 404: 5, 409: 9, 413: 8, 415: 3}
+
+
+def max_body_bytes() -> int:
+    return int(getattr(settings, "INGEST_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES))
+
+
+def _error(message: str, status: int) -> JsonResponse:
+    response = JsonResponse({"error": message}, status=status)
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="agentlab"'
+    return response
+
+
+def _authenticate(request: HttpRequest):
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError("missing bearer token: send 'Authorization: Bearer <token>'", 401)
+    user = token_user(token.strip())
+    if user is None:
+        raise ApiError("unknown or revoked token", 401)
+    return user
+
+
+def _read_body(request: HttpRequest) -> bytes:
+    """The request body, gunzipped, refused past the size cap (before and after decompression)."""
+    cap = max_body_bytes()
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError as exc:
+        raise ApiError("Content-Length is not a number") from exc
+    if declared > cap:
+        raise ApiError(f"the body is {declared} bytes; the limit is {cap} bytes", 413)
+    # request.read, not request.body: the latter applies Django's 2.5 MB form limit.
+    raw = request.read(cap + 1)
+    if len(raw) > cap:
+        raise ApiError(f"the body is over the limit of {cap} bytes", 413)
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return raw
+    if encoding != "gzip":
+        raise ApiError(f"Content-Encoding {encoding!r} is not supported (use gzip or none)", 415)
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        body = inflater.decompress(raw, cap + 1)
+    except zlib.error as exc:
+        raise ApiError(f"the body is not valid gzip: {exc}") from exc
+    if len(body) > cap or inflater.unconsumed_tail:
+        raise ApiError(f"the body is over the limit of {cap} bytes once decompressed", 413)
+    if not inflater.eof:
+        raise ApiError("the body is not valid gzip: the stream is truncated")
+    return body
+
+
+def _json_request(request: HttpRequest):
+    content_type = request.content_type or ""
+    if content_type not in ("application/json", ""):
+        raise ApiError(f"Content-Type must be application/json, not {content_type}", 415)
+    return load_json(_read_body(request))
+
+
+def api_endpoint(view: Callable) -> Callable:
+    """Bearer auth, ApiError -> a JSON error body, CSRF exemption."""
+
+    @csrf_exempt
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            user = _authenticate(request)
+            return view(request, user, *args, **kwargs)
+        except ApiError as exc:
+            return _error(str(exc), exc.status)
+
+    return wrapper
+
+
+def _run_summary(run: Run) -> dict:
+    return {
+        "id": run.pk, "status": run.status, "source": run.source, "model": run.model_name, "prompt": run.prompt,
+        "step_count": run.step_count, "prompt_tokens": run.prompt_tokens,
+        "completion_tokens": run.completion_tokens, "latency_ms": run.latency_ms,
+        "intervention_count": run.intervention_count, "final_answer": run.final_answer, "success": run.success,
+        "first_anchor_break": getattr(run, "first_anchor_break", None), "settings": run.settings,
+        "url": run.get_absolute_url(),
+    }
+
+
+@require_POST
+@api_endpoint
+def runs_create(request: HttpRequest, user) -> HttpResponse:
+    requests = parse_runs(_json_request(request))
+    results = services.runs_ingest(owner=user, requests=requests)
+    return JsonResponse({"runs": [r.as_dict() for r in results]}, status=201)
+
+
+@require_GET
+@api_endpoint
+def run_show(request: HttpRequest, user, run_id: int) -> HttpResponse:
+    run = Run.objects.filter(pk=run_id, owner=user).first()
+    if run is None:
+        raise ApiError(f"run {run_id} not found", 404)
+    return JsonResponse(_run_summary(run))
+
+
+@require_POST
+@api_endpoint
+def run_steps(request: HttpRequest, user, run_id: int) -> HttpResponse:
+    body = _json_request(request)
+    if not isinstance(body, dict) or "steps" not in body:
+        raise ApiError('the body must be an object {"steps": [...]}')
+    if body.keys() - {"steps"}:
+        raise ApiError(f"the body has unknown field(s): {', '.join(sorted(body.keys() - {'steps'}))}")
+    steps = parse_steps(body["steps"])
+    appended = services.run_append(owner=user, run_id=run_id, steps=steps)
+    return JsonResponse({"run": run_id, "written": appended.written, "duplicates": appended.duplicates})
+
+
+@require_POST
+@api_endpoint
+def run_finish(request: HttpRequest, user, run_id: int) -> HttpResponse:
+    finish = parse_finish(_json_request(request))
+    run = services.run_finish_api(owner=user, run_id=run_id, finish=finish)
+    return JsonResponse(_run_summary(run))
+
+
+# --- OTLP -------------------------------------------------------------------------
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = number & 0x7F
+        number >>= 7
+        if number:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _otlp_reply(proto: bool, status: int, message: str = "", *, rejected: int = 0) -> HttpResponse:
+    """ExportTraceServiceResponse on success, google.rpc.Status on failure, in the request's encoding."""
+    if status == 200:
+        if proto:
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+            response = ExportTraceServiceResponse()
+            if rejected or message:
+                response.partial_success.rejected_spans = rejected
+                response.partial_success.error_message = message
+            return HttpResponse(response.SerializeToString(), content_type=PROTOBUF)
+        body = {"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": message}} if (
+            rejected or message) else {}
+        return JsonResponse(body)
+    code = _RPC_CODES.get(status, 3)
+    if proto:
+        text = message.encode()
+        # google.rpc.Status: field 1 code (varint), field 2 message (string).
+        payload = b"\x08" + _varint(code) + b"\x12" + _varint(len(text)) + text
+        response = HttpResponse(payload, status=status, content_type=PROTOBUF)
+    else:
+        response = JsonResponse({"code": code, "message": message, "error": message}, status=status)
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="agentlab"'
+    return response
+
+
+@csrf_exempt
+@require_POST
+def otlp_traces(request: HttpRequest) -> HttpResponse:
+    content_type = request.content_type or ""
+    proto = content_type in (PROTOBUF, "application/protobuf")
+    try:
+        user = _authenticate(request)
+        if not proto and content_type != "application/json":
+            raise ApiError(f"Content-Type must be {PROTOBUF} or application/json, not {content_type or 'missing'}",
+                           415)
+        body = _read_body(request)
+        try:
+            spans = decode_protobuf(body) if proto else decode_json(load_json(body))
+        except OtlpError as exc:
+            raise ApiError(str(exc)) from exc
+        try:
+            result = services.otlp_ingest(owner=user, spans=spans)
+        except IntegrityError:
+            # Two requests created the same trace's run at once; the second
+            # attempt finds it and appends.
+            result = services.otlp_ingest(owner=user, spans=spans)
+    except ApiError as exc:
+        return _otlp_reply(proto, exc.status, str(exc))
+    return _otlp_reply(proto, 200, result.message(), rejected=result.rejected)
+
+
+@require_GET
+def openapi(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(openapi_spec(max_body_bytes=max_body_bytes()), json_dumps_params={"indent": 1})
+
+
+# --- settings page: API tokens ----------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def token_list(request: HttpRequest) -> HttpResponse:
+    created = None
+    error = ""
+    if request.method == "POST":
+        name = request.POST.get("name", "").strip()
+        if not name or len(name) > 100:
+            error = "Give the token a name of 1 to 100 characters."
+        else:
+            token, plain = token_create(user=request.user, name=name)
+            created = {"token": token, "plain": plain}
+    tokens = ApiToken.objects.filter(user=request.user)
+    return render(request, "tracing/tokens.html", {
+        "tokens": tokens, "created": created, "error": error,
+        "otlp_url": request.build_absolute_uri("/v1/traces"),
+    }, status=400 if error else 200)
+
+
+@login_required
+@require_POST
+def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    token_revoke(token=token)
+    messages.success(request, f"Token {token.name} revoked.")
+    return redirect("tracing:tokens")

@@ -1,0 +1,153 @@
+"""The OpenAPI 3.1 description of the ingestion API, served at /api/openapi.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracing.ingest.jsonapi import FINISH_STATUSES, MAX_JSON_DEPTH, MAX_STEPS_PER_REQUEST, MAX_TOOL_CHARS
+from tracing.steps import KINDS
+
+_ERROR = {"description": "the problem, named", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _json_body(ref: str) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+
+
+def _ok(ref: str, description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+
+
+_ERRORS = {
+    "400": _ERROR, "401": {**_ERROR, "description": "missing, unknown or revoked token"},
+    "404": {**_ERROR, "description": "no such run (or another user's)"},
+    "409": {**_ERROR, "description": "the run is finished or was not created through the API"},
+    "413": {**_ERROR, "description": "body over the size cap (after gzip) or too many steps"},
+}
+
+_RUN_ID = [{"name": "run_id", "in": "path", "required": True, "schema": {"type": "integer"}}]
+
+
+def openapi_spec(*, max_body_bytes: int) -> dict[str, Any]:
+    step = {
+        "type": "object",
+        "required": ["index", "kind"],
+        "additionalProperties": False,
+        "properties": {
+            "index": {"type": "integer", "minimum": 0, "description": "unique per run; (run, index) is idempotent"},
+            "kind": {"type": "string", "enum": list(KINDS)},
+            "text": {"type": "string", "description": "the thought, the action as written, the observation..."},
+            "content": {"type": "string", "description": "alias of text (the shared/eval JSONL format)"},
+            "tool": {"type": ["string", "null"], "maxLength": MAX_TOOL_CHARS},
+            "args": {"description": f"any JSON (a string for text-mode tools); at most {MAX_JSON_DEPTH} levels"},
+            "meta": {"type": "object", "description": "observation status / class, intervention detector and tier..."},
+            "prompt_tokens": {"type": "integer", "minimum": 0},
+            "completion_tokens": {"type": "integer", "minimum": 0},
+            "latency_ms": {"type": "number", "minimum": 0},
+        },
+    }
+    finish = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "status": {"type": "string", "enum": list(FINISH_STATUSES), "default": "succeeded"},
+            "final_answer": {"type": "string"},
+            "reason": {"type": "string"},
+            "success": {"type": ["boolean", "null"], "description": "scored outcome, when the caller knows it"},
+        },
+    }
+    run_in = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "prompt": {"type": "string"},
+            "model": {"type": "string"},
+            "agent": {"type": "string"},
+            "external_id": {"type": "string", "description": "makes creation idempotent for this user"},
+            "conversation_id": {"type": "string"},
+            "metadata": {"type": "object"},
+            "steps": {"type": "array", "items": {"$ref": "#/components/schemas/Step"}},
+            "finish": {"$ref": "#/components/schemas/Finish"},
+            "analyse": {"type": "boolean", "default": True,
+                        "description": "compute signals and the anchor break when the run is finished here"},
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "agentlab ingestion API",
+            "version": "1",
+            "description": (
+                "Stream the steps of any agent into agentlab. Authenticate with `Authorization: Bearer <token>` "
+                "(create one on /settings/tokens/ or with `manage.py apitoken create --user NAME`). Bodies may be "
+                f"gzip-compressed (`Content-Encoding: gzip`) and are capped at {max_body_bytes} bytes after "
+                f"decompression; at most {MAX_STEPS_PER_REQUEST} steps per request. A request is one transaction: "
+                "a rejected batch writes nothing."
+            ),
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Step": step,
+                "Finish": finish,
+                "RunIn": run_in,
+                "RunsIn": {"oneOf": [{"$ref": "#/components/schemas/RunIn"},
+                                     {"type": "object", "required": ["runs"],
+                                      "properties": {"runs": {"type": "array",
+                                                              "items": {"$ref": "#/components/schemas/RunIn"}}}}]},
+                "StepsIn": {"type": "object", "required": ["steps"], "additionalProperties": False,
+                            "properties": {"steps": {"type": "array", "items": {"$ref": "#/components/schemas/Step"}}}},
+                "RunOut": {"type": "object", "properties": {
+                    "id": {"type": "integer"}, "external_id": {"type": ["string", "null"]},
+                    "created": {"type": "boolean"}, "status": {"type": "string"},
+                    "steps_written": {"type": "integer"}, "steps_duplicate": {"type": "integer"},
+                    "url": {"type": "string"}}},
+                "RunsOut": {"type": "object", "properties": {"runs": {"type": "array",
+                                                                     "items": {"$ref": "#/components/schemas/RunOut"}}}},
+                "StepsOut": {"type": "object", "properties": {
+                    "run": {"type": "integer"}, "written": {"type": "integer"},
+                    "duplicates": {"type": "integer", "description": "indices already stored (first write wins)"}}},
+                "RunSummary": {"type": "object", "properties": {
+                    "id": {"type": "integer"}, "status": {"type": "string"}, "source": {"type": "string"},
+                    "model": {"type": "string"}, "step_count": {"type": "integer"},
+                    "prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"},
+                    "latency_ms": {"type": "number"}, "final_answer": {"type": "string"},
+                    "first_anchor_break": {"type": ["integer", "null"]}, "settings": {"type": "object"},
+                    "url": {"type": "string"}}},
+                "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
+            },
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/api/runs": {"post": {
+                "summary": "Create a run, or many (`{\"runs\": [...]}`), optionally with steps and the outcome",
+                "requestBody": _json_body("RunsIn"),
+                "responses": {"201": _ok("RunsOut", "created (or found by external_id)"), **_ERRORS},
+            }},
+            "/api/runs/{run_id}": {"get": {
+                "summary": "A run's summary", "parameters": _RUN_ID,
+                "responses": {"200": _ok("RunSummary"), **_ERRORS},
+            }},
+            "/api/runs/{run_id}/steps": {"post": {
+                "summary": "Append a batch of steps (indices strictly increasing; resends are no-ops)",
+                "parameters": _RUN_ID, "requestBody": _json_body("StepsIn"),
+                "responses": {"200": _ok("StepsOut"), **_ERRORS},
+            }},
+            "/api/runs/{run_id}/finish": {"post": {
+                "summary": "Finish a run; its signals and anchor break are computed",
+                "parameters": _RUN_ID, "requestBody": _json_body("Finish"),
+                "responses": {"200": _ok("RunSummary"), **_ERRORS},
+            }},
+            "/v1/traces": {"post": {
+                "summary": "OTLP/HTTP traces (protobuf or JSON): each trace becomes a run, spans become steps",
+                "requestBody": {"required": True, "content": {
+                    "application/x-protobuf": {"schema": {"type": "string", "format": "binary",
+                                                          "description": "ExportTraceServiceRequest"}},
+                    "application/json": {"schema": {"type": "object",
+                                                    "description": "ExportTraceServiceRequest, OTLP JSON encoding"}}}},
+                "responses": {
+                    "200": {"description": "ExportTraceServiceResponse (partialSuccess when spans were refused)"},
+                    **_ERRORS, "415": {"description": "not application/x-protobuf or application/json"}},
+            }},
+        },
+    }

@@ -1,0 +1,716 @@
+"""OTLP/HTTP trace requests -> spans -> numbered ReAct steps. Pure: no Django, no I/O.
+
+Two halves:
+
+* decoding: an ``ExportTraceServiceRequest`` in protobuf or in OTLP's JSON
+  encoding becomes a flat list of :class:`Span` (ids as lower-case hex,
+  attributes as plain Python values), or an :class:`OtlpError` naming the
+  offending field;
+* mapping: the spans of one trace, in order, become ``tracing.steps.Step``
+  records. A :class:`TraceState` carries what a later batch needs (the next
+  index, tool calls still waiting for their result), so spans can stream in
+  as the exporter sends them.
+
+Span classification follows OpenInference (``openinference.span.kind``) first,
+then the OpenTelemetry GenAI conventions (``gen_ai.operation.name``), then any
+``gen_ai.tool.*`` / model attribute. Both conventions flatten messages
+differently (OpenInference: ``llm.output_messages.0.message.tool_calls.0...``;
+GenAI: one JSON attribute ``gen_ai.output.messages`` with typed parts); both are
+read into the same small message dicts.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tracing.steps import Step
+
+# OTLP ids: 16-byte trace ids and 8-byte span ids, hex in JSON, raw in protobuf.
+TRACE_ID_BYTES = 16
+SPAN_ID_BYTES = 8
+# Attribute values (kvlist / array) nested deeper than this are refused: no
+# instrumentation nests more than a few levels, and a recursive walk over an
+# attacker's 10,000-level value must not reach Python's recursion limit.
+MAX_ATTRIBUTE_DEPTH = 16
+# Tool calls that end the run with an answer rather than act on the world
+# (agentlab's own `finish`, the ReAct paper's `Finish[...]`, smolagents' `final_answer`).
+FINISH_TOOLS = frozenset({"finish", "final_answer", "final-answer", "submit_final_answer"})
+
+_HEX = frozenset("0123456789abcdef")
+_FINAL_RE = re.compile(r"Final Answer[ \t]*:[ \t]*(.*)", re.S | re.I)
+_ACTION_RE = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*([A-Za-z_][\w-]*)[ \t]*\[(.*)\][ \t.]*$", re.M)
+_THOUGHT_RE = re.compile(r"^\s*Thought(?:\s*\d+)?\s*:\s*", re.I)
+
+
+class OtlpError(ValueError):
+    """A request that is not valid OTLP; the message names the field."""
+
+
+# --- decoding ---------------------------------------------------------------------
+
+
+@dataclass
+class Span:
+    trace_id: str  # 32 hex digits
+    span_id: str  # 16 hex digits
+    parent_id: str  # "" for a root span
+    name: str
+    start_ns: int
+    end_ns: int
+    attrs: dict[str, Any] = field(default_factory=dict)
+    status: str = "unset"  # unset | ok | error
+    status_message: str = ""
+    service: str = ""
+
+    @property
+    def duration_ms(self) -> float:
+        return max(0, self.end_ns - self.start_ns) / 1e6
+
+    def to_payload(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_payload(cls, data: dict[str, Any]) -> Span:
+        return cls(**data)
+
+
+_STATUS_CODES = {0: "unset", 1: "ok", 2: "error", "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok",
+                 "STATUS_CODE_ERROR": "error"}
+
+
+def _check_depth(where: str, depth: int) -> None:
+    if depth > MAX_ATTRIBUTE_DEPTH:
+        raise OtlpError(f"{where} is nested more than {MAX_ATTRIBUTE_DEPTH} levels deep")
+
+
+def _any_pb(value: Any, where: str, depth: int = 0) -> Any:
+    _check_depth(where, depth)
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_any_pb(v, where, depth + 1) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _any_pb(kv.value, where, depth + 1) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode("ascii")
+    return getattr(value, kind)
+
+
+def _id_hex(raw: bytes, size: int, where: str, *, required: bool) -> str:
+    if not raw:
+        if required:
+            raise OtlpError(f"{where} is missing")
+        return ""
+    if len(raw) != size or not any(raw):
+        raise OtlpError(f"{where} must be {size} bytes and not all zero")
+    return raw.hex()
+
+
+def decode_protobuf(body: bytes) -> list[Span]:
+    """Spans of an ``application/x-protobuf`` ExportTraceServiceRequest."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except DecodeError as exc:  # also invalid UTF-8 in a string field, and protobuf's own depth limit
+        raise OtlpError(f"the body is not an OTLP ExportTraceServiceRequest in protobuf: {exc}") from exc
+    spans: list[Span] = []
+    for ri, rs in enumerate(request.resource_spans):
+        service = ""
+        for kv in rs.resource.attributes:
+            if kv.key == "service.name":
+                service = str(_any_pb(kv.value, f"resourceSpans[{ri}].resource.attributes"))
+        for si, ss in enumerate(rs.scope_spans):
+            for pi, sp in enumerate(ss.spans):
+                where = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
+                attrs = {kv.key: _any_pb(kv.value, f"{where}.attributes[{kv.key!r}]") for kv in sp.attributes}
+                spans.append(
+                    Span(
+                        trace_id=_id_hex(sp.trace_id, TRACE_ID_BYTES, f"{where}.traceId", required=True),
+                        span_id=_id_hex(sp.span_id, SPAN_ID_BYTES, f"{where}.spanId", required=True),
+                        parent_id=_id_hex(sp.parent_span_id, SPAN_ID_BYTES, f"{where}.parentSpanId", required=False),
+                        name=sp.name,
+                        start_ns=sp.start_time_unix_nano,
+                        end_ns=sp.end_time_unix_nano,
+                        attrs=attrs,
+                        status=_STATUS_CODES.get(sp.status.code, "unset"),
+                        status_message=sp.status.message,
+                        service=service,
+                    )
+                )
+    return spans
+
+
+def _list(obj: dict, key: str, where: str, *aliases: str) -> list:
+    for name in (key, *aliases):
+        if name in obj:
+            value = obj[name]
+            if value is None:
+                return []
+            if not isinstance(value, list):
+                raise OtlpError(f"{where}.{name} must be an array")
+            return value
+    return []
+
+
+def _obj(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise OtlpError(f"{where} must be an object")
+    return value
+
+
+def _uint(value: Any, where: str) -> int:
+    # OTLP JSON writes 64-bit integers as decimal strings; numbers are accepted too.
+    if isinstance(value, bool):
+        raise OtlpError(f"{where} must be an integer (a decimal string or a number)")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and value.isdigit():
+        number = int(value)
+    else:
+        raise OtlpError(f"{where} must be an integer (a decimal string or a number)")
+    if number < 0 or number >= 2**64:
+        raise OtlpError(f"{where} is out of range")
+    return number
+
+
+def _hex_id(value: Any, size: int, where: str, *, required: bool) -> str:
+    if value in (None, ""):
+        if required:
+            raise OtlpError(f"{where} is missing")
+        return ""
+    if not isinstance(value, str):
+        raise OtlpError(f"{where} must be a hex string")
+    text = value.lower()
+    if len(text) != size * 2 or not set(text) <= _HEX or set(text) == {"0"}:
+        raise OtlpError(f"{where} must be {size * 2} hex digits and not all zero")
+    return text
+
+
+def _any_json(value: Any, where: str, depth: int = 0) -> Any:
+    _check_depth(where, depth)
+    if not isinstance(value, dict):
+        raise OtlpError(f"{where} must be an AnyValue object such as {{\"stringValue\": \"...\"}}")
+    if not value:
+        return None
+    if len(value) != 1:
+        raise OtlpError(f"{where} must have exactly one of stringValue, intValue, ...")
+    kind, inner = next(iter(value.items()))
+    if kind == "stringValue":
+        if not isinstance(inner, str):
+            raise OtlpError(f"{where}.stringValue must be a string")
+        return inner
+    if kind == "boolValue":
+        if not isinstance(inner, bool):
+            raise OtlpError(f"{where}.boolValue must be true or false")
+        return inner
+    if kind == "intValue":
+        if isinstance(inner, str) and re.fullmatch(r"-?\d{1,20}", inner):
+            return int(inner)
+        if isinstance(inner, int) and not isinstance(inner, bool):
+            return inner
+        raise OtlpError(f"{where}.intValue must be an integer")
+    if kind == "doubleValue":
+        if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+            return float(inner)
+        raise OtlpError(f"{where}.doubleValue must be a number")
+    if kind == "bytesValue":
+        if not isinstance(inner, str):
+            raise OtlpError(f"{where}.bytesValue must be a base64 string")
+        return inner
+    if kind == "arrayValue":
+        values = _list(_obj(inner, f"{where}.arrayValue"), "values", f"{where}.arrayValue")
+        return [_any_json(v, f"{where}.arrayValue.values[{i}]", depth + 1) for i, v in enumerate(values)]
+    if kind == "kvlistValue":
+        values = _list(_obj(inner, f"{where}.kvlistValue"), "values", f"{where}.kvlistValue")
+        return _attributes_json(values, f"{where}.kvlistValue.values", depth + 1)
+    raise OtlpError(f"{where} has an unknown value type {kind!r}")
+
+
+def _attributes_json(items: list, where: str, depth: int = 0) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    for i, kv in enumerate(items):
+        kv = _obj(kv, f"{where}[{i}]")
+        key = kv.get("key")
+        if not isinstance(key, str):
+            raise OtlpError(f"{where}[{i}].key must be a string")
+        attrs[key] = _any_json(kv.get("value", {}), f"{where}[{i}].value", depth)
+    return attrs
+
+
+def decode_json(data: Any) -> list[Span]:
+    """Spans of an ExportTraceServiceRequest in OTLP's JSON encoding (already parsed)."""
+    root = _obj(data, "the body")
+    spans: list[Span] = []
+    for ri, rs in enumerate(_list(root, "resourceSpans", "request")):
+        where_r = f"resourceSpans[{ri}]"
+        rs = _obj(rs, where_r)
+        resource = _obj(rs.get("resource") or {}, f"{where_r}.resource")
+        service = str(_attributes_json(_list(resource, "attributes", f"{where_r}.resource"),
+                                       f"{where_r}.resource.attributes").get("service.name") or "")
+        for si, ss in enumerate(_list(rs, "scopeSpans", where_r, "instrumentationLibrarySpans")):
+            where_s = f"{where_r}.scopeSpans[{si}]"
+            ss = _obj(ss, where_s)
+            for pi, sp in enumerate(_list(ss, "spans", where_s)):
+                where = f"{where_s}.spans[{pi}]"
+                sp = _obj(sp, where)
+                status = _obj(sp.get("status") or {}, f"{where}.status")
+                name = sp.get("name", "")
+                if not isinstance(name, str):
+                    raise OtlpError(f"{where}.name must be a string")
+                message = status.get("message", "")
+                if not isinstance(message, str):
+                    raise OtlpError(f"{where}.status.message must be a string")
+                spans.append(
+                    Span(
+                        trace_id=_hex_id(sp.get("traceId"), TRACE_ID_BYTES, f"{where}.traceId", required=True),
+                        span_id=_hex_id(sp.get("spanId"), SPAN_ID_BYTES, f"{where}.spanId", required=True),
+                        parent_id=_hex_id(sp.get("parentSpanId"), SPAN_ID_BYTES, f"{where}.parentSpanId",
+                                          required=False),
+                        name=name,
+                        start_ns=_uint(sp.get("startTimeUnixNano", 0), f"{where}.startTimeUnixNano"),
+                        end_ns=_uint(sp.get("endTimeUnixNano", 0), f"{where}.endTimeUnixNano"),
+                        attrs=_attributes_json(_list(sp, "attributes", where), f"{where}.attributes"),
+                        status=_STATUS_CODES.get(status.get("code", 0), "unset"),
+                        status_message=message,
+                        service=service,
+                    )
+                )
+    return spans
+
+
+# --- classification and message extraction --------------------------------------
+
+_OI_KINDS = {"LLM": "llm", "TOOL": "tool", "RETRIEVER": "tool", "AGENT": "agent", "CHAIN": "chain"}
+_GENAI_OPS = {"chat": "llm", "text_completion": "llm", "generate_content": "llm", "completion": "llm",
+              "execute_tool": "tool", "invoke_agent": "agent", "create_agent": "agent"}
+_MODEL_KEYS = ("llm.model_name", "gen_ai.response.model", "gen_ai.request.model")
+_PROMPT_TOKEN_KEYS = ("llm.token_count.prompt", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
+                      "llm.usage.prompt_tokens")
+_COMPLETION_TOKEN_KEYS = ("llm.token_count.completion", "gen_ai.usage.output_tokens",
+                          "gen_ai.usage.completion_tokens", "llm.usage.completion_tokens")
+
+
+def classify(span: Span) -> str:
+    """llm | tool | agent | chain | other."""
+    attrs = span.attrs
+    oi = attrs.get("openinference.span.kind")
+    if isinstance(oi, str):
+        return _OI_KINDS.get(oi.upper(), "other")
+    op = attrs.get("gen_ai.operation.name")
+    if isinstance(op, str):
+        return _GENAI_OPS.get(op.lower(), "other")
+    if "gen_ai.tool.name" in attrs or "tool.name" in attrs:
+        return "tool"
+    if any(k in attrs for k in _MODEL_KEYS) or "gen_ai.system" in attrs or "gen_ai.provider.name" in attrs:
+        return "llm"
+    return "other"
+
+
+def _first(attrs: dict, keys: Iterable[str]) -> Any:
+    for key in keys:
+        value = attrs.get(key)
+        if value not in (None, ""):
+            return value
+    return None
+
+
+def _int(value: Any) -> int:
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _maybe_json(value: Any) -> Any:
+    """Tool arguments arrive as JSON text in both conventions; keep them structured."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("{", "["):
+            try:
+                return json.loads(text)
+            except (json.JSONDecodeError, RecursionError):
+                return value
+    return value
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _oi_messages(attrs: dict, prefix: str) -> list[dict]:
+    """OpenInference's flattened ``llm.*_messages.N.message.*`` attributes as message dicts."""
+    messages: dict[int, dict] = {}
+    for key, value in attrs.items():
+        if not key.startswith(prefix):
+            continue
+        pos, _, rest = key[len(prefix):].partition(".")
+        if not pos.isdigit() or not rest.startswith("message."):
+            continue
+        msg = messages.setdefault(int(pos), {"role": "", "content": "", "tool_call_id": "", "calls": {},
+                                             "reasoning": ""})
+        rest = rest[len("message."):]
+        if rest == "role":
+            msg["role"] = str(value)
+        elif rest == "content":
+            msg["content"] = _text(value)
+        elif rest == "tool_call_id":
+            msg["tool_call_id"] = str(value)
+        elif rest.startswith("tool_calls."):
+            cpos, _, part = rest[len("tool_calls."):].partition(".")
+            call = msg["calls"].setdefault(int(cpos) if cpos.isdigit() else 0, {"id": "", "name": "", "arguments": None})
+            if part == "tool_call.id":
+                call["id"] = str(value)
+            elif part == "tool_call.function.name":
+                call["name"] = str(value)
+            elif part == "tool_call.function.arguments":
+                call["arguments"] = value
+        elif rest == "function_call_name":
+            msg["calls"].setdefault(0, {"id": "", "name": "", "arguments": None})["name"] = str(value)
+        elif rest == "function_call_arguments_json":
+            msg["calls"].setdefault(0, {"id": "", "name": "", "arguments": None})["arguments"] = value
+    has_parts = any(".message.contents." in key for key in attrs if key.startswith(prefix))
+    out = []
+    for pos in sorted(messages):
+        msg = messages[pos]
+        out.append(msg)
+        # Multi-part content (``message.contents.N.message_content.*``): text parts
+        # join the content; reasoning parts are the thought.
+        parts = _oi_parts(attrs, f"{prefix}{pos}.message.contents.") if has_parts else []
+        for kind, text in parts:
+            if kind == "reasoning":
+                msg["reasoning"] = (msg["reasoning"] + "\n" + text).strip()
+            elif not msg["content"]:
+                msg["content"] = text
+            else:
+                msg["content"] += "\n" + text
+        msg["calls"] = [msg["calls"][k] for k in sorted(msg["calls"])]
+    return out
+
+
+def _oi_parts(attrs: dict, prefix: str) -> list[tuple[str, str]]:
+    parts: dict[int, dict] = {}
+    for key, value in attrs.items():
+        if key.startswith(prefix):
+            pos, _, part = key[len(prefix):].partition(".")
+            if pos.isdigit():
+                slot = parts.setdefault(int(pos), {"type": "text", "text": ""})
+                if part == "message_content.text":
+                    slot["text"] = _text(value)
+                elif part == "message_content.type":
+                    slot["type"] = str(value)
+    return [(parts[p]["type"], parts[p]["text"]) for p in sorted(parts) if parts[p]["text"]]
+
+
+def _genai_messages(value: Any) -> list[dict]:
+    """``gen_ai.input.messages`` / ``gen_ai.output.messages``: JSON with typed parts."""
+    value = _maybe_json(value)
+    if not isinstance(value, list):
+        return []
+    out = []
+    for raw in value:
+        if not isinstance(raw, dict):
+            continue
+        msg = {"role": str(raw.get("role") or ""), "content": "", "tool_call_id": "", "calls": [], "reasoning": ""}
+        texts, thoughts = [], []
+        parts = raw.get("parts")
+        if isinstance(raw.get("content"), str):  # older, flat shape
+            texts.append(raw["content"])
+        for part in parts if isinstance(parts, list) else []:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                texts.append(_text(part.get("content")))
+            elif kind == "reasoning":
+                thoughts.append(_text(part.get("content")))
+            elif kind == "tool_call":
+                msg["calls"].append({"id": str(part.get("id") or ""), "name": str(part.get("name") or ""),
+                                     "arguments": part.get("arguments")})
+            elif kind == "tool_call_response":
+                msg["tool_call_id"] = str(part.get("id") or "")
+                texts.append(_text(part.get("response", part.get("result"))))
+        msg["content"] = "\n".join(t for t in texts if t)
+        msg["reasoning"] = "\n".join(t for t in thoughts if t)
+        out.append(msg)
+    return out
+
+
+def _messages(attrs: dict, direction: str) -> list[dict]:
+    found = _oi_messages(attrs, f"llm.{direction}_messages.")
+    return found or _genai_messages(attrs.get(f"gen_ai.{direction}.messages"))
+
+
+# --- mapping ----------------------------------------------------------------------
+
+
+@dataclass
+class TraceState:
+    """What mapping the next batch of a trace needs to know about the earlier ones."""
+
+    next_index: int = 0
+    # tool-call id -> [tool name, index of its action step], oldest first.
+    open_calls: dict[str, list] = field(default_factory=dict)
+    # Position (ns) of the latest step-producing span mapped: a later batch with
+    # an earlier span means the steps must be re-derived in order.
+    last_key: int = 0
+    final: bool = False
+    finished: bool = False
+    outcome: str = ""  # succeeded | error, once the root span is in
+    final_answer: str = ""
+    synthetic_calls: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> TraceState:
+        if not data:
+            return cls()
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def order_key(span: Span, kind: str | None = None) -> int:
+    # An agent / chain span speaks when it ends (its answer); every other span
+    # when it starts. Sorting on this puts the run's final answer last.
+    kind = kind or classify(span)
+    return span.end_ns if kind in ("agent", "chain") else span.start_ns
+
+
+def sort_spans(spans: Iterable[Span]) -> list[tuple[Span, str]]:
+    tagged = [(s, classify(s)) for s in spans]
+    tagged.sort(key=lambda t: (order_key(t[0], t[1]), t[0].start_ns, t[0].span_id))
+    return tagged
+
+
+def produces_steps(span: Span, kind: str) -> bool:
+    return kind in ("llm", "tool") or (kind in ("agent", "chain", "other") and not span.parent_id)
+
+
+@dataclass
+class RunInfo:
+    """Run-level fields a trace tells about itself."""
+
+    model: str = ""
+    agent: str = ""
+    conversation_id: str = ""
+    prompt: str = ""
+    service: str = ""
+    started_ns: int = 0
+
+
+def describe(spans: Iterable[Span]) -> RunInfo:
+    info = RunInfo()
+    for span, kind in sort_spans(spans):
+        attrs = span.attrs
+        info.started_ns = min(info.started_ns or span.start_ns, span.start_ns)
+        info.service = info.service or span.service
+        if not info.model and kind == "llm":
+            info.model = str(_first(attrs, _MODEL_KEYS) or "")
+        if not info.agent:
+            agent = _first(attrs, ("agent.name", "gen_ai.agent.name"))
+            if agent is None and kind == "agent":
+                agent = span.name
+            info.agent = str(agent or "")
+        if not info.conversation_id:
+            info.conversation_id = str(_first(attrs, ("gen_ai.conversation.id", "session.id")) or "")
+        if not info.prompt:
+            if kind in ("agent", "chain") and not span.parent_id:
+                info.prompt = _text(_first(attrs, ("input.value",)))
+            elif kind == "llm":
+                users = [m["content"] for m in _messages(attrs, "input") if m["role"] == "user" and m["content"]]
+                info.prompt = users[0] if users else ""
+    info.agent = info.agent or info.service
+    return info
+
+
+def _finish_answer(args: Any) -> str:
+    if isinstance(args, dict):
+        for key in ("answer", "final_answer", "result", "output"):
+            if key in args:
+                return _text(args[key])
+        if len(args) == 1:
+            return _text(next(iter(args.values())))
+    return _text(args)
+
+
+class _Mapper:
+    def __init__(self, state: TraceState) -> None:
+        self.state = state
+        self.steps: list[Step] = []
+
+    def emit(self, kind: str, text: str = "", **fields: Any) -> Step:
+        step = Step(index=self.state.next_index, kind=kind, text=text, **fields)
+        self.state.next_index += 1
+        self.steps.append(step)
+        return step
+
+    def open_call(self, call_id: str, tool: str, index: int) -> None:
+        if not call_id:
+            self.state.synthetic_calls += 1
+            call_id = f"_{self.state.synthetic_calls}"
+        self.state.open_calls[call_id] = [tool, index]
+
+    def take_call(self, call_id: str, tool: str | None) -> tuple[str, list] | None:
+        calls = self.state.open_calls
+        if call_id and call_id in calls:
+            return call_id, calls.pop(call_id)
+        if not call_id:
+            for cid, (name, index) in calls.items():
+                if tool is None or name == tool:
+                    del calls[cid]
+                    return cid, [name, index]
+        return None
+
+    def call_steps(self, call: dict, span: Span, turn: list[Step]) -> None:
+        name = call["name"] or "unknown"
+        args = _maybe_json(call["arguments"])
+        if name.lower() in FINISH_TOOLS:
+            self.state.final = True
+            self.state.final_answer = _finish_answer(args)
+            turn.append(self.emit("final", self.state.final_answer, tool=name, args=args,
+                                  meta={"span_id": span.span_id}))
+            return
+        shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        step = self.emit("action", f"{name}({shown})", tool=name, args=args,
+                         meta={"span_id": span.span_id, **({"tool_call_id": call["id"]} if call["id"] else {})})
+        turn.append(step)
+        self.open_call(call["id"], name, step.index)
+
+    def llm(self, span: Span) -> None:
+        attrs = span.attrs
+        inputs = _messages(attrs, "input")
+        # Results of earlier tool calls arrive as the next call's tool-role
+        # messages (joined by id); without ids only those after the last
+        # assistant message are new.
+        last_assistant = max((i for i, m in enumerate(inputs) if m["role"] == "assistant"), default=-1)
+        for pos, msg in enumerate(inputs):
+            if msg["role"] != "tool":
+                continue
+            if not msg["tool_call_id"] and pos < last_assistant:
+                continue
+            taken = self.take_call(msg["tool_call_id"], None)
+            if taken is None:
+                continue
+            call_id, (tool, _index) = taken
+            meta = {"status": "ok", "source": "llm_input", "span_id": span.span_id}
+            if not call_id.startswith("_"):
+                meta["tool_call_id"] = call_id
+            self.emit("observation", msg["content"], tool=tool, meta=meta)
+        turn: list[Step] = []
+        outputs = [m for m in _messages(attrs, "output") if m["role"] in ("assistant", "")]
+        thought = "\n".join(t for m in outputs for t in (m["reasoning"], m["content"]) if t).strip()
+        calls = [c for m in outputs for c in m["calls"]]
+        meta = {"span_id": span.span_id}
+        if calls:
+            if thought:
+                turn.append(self.emit("thought", thought, meta=meta))
+            for call in calls:
+                self.call_steps(call, span, turn)
+        elif outputs:
+            final = _FINAL_RE.search(thought)
+            action = _ACTION_RE.search(thought)
+            if action and (final is None or action.start() < final.start()):
+                before = _THOUGHT_RE.sub("", thought[: action.start()]).strip()
+                if before:
+                    turn.append(self.emit("thought", before, meta=meta))
+                self.call_steps({"id": "", "name": action.group(1), "arguments": action.group(2).strip()}, span, turn)
+            elif final:
+                before = _THOUGHT_RE.sub("", thought[: final.start()]).strip()
+                if before:
+                    turn.append(self.emit("thought", before, meta=meta))
+                self.state.final = True
+                self.state.final_answer = final.group(1).strip()
+                turn.append(self.emit("final", self.state.final_answer, meta=meta))
+            else:
+                turn.append(self.emit("thought", _THOUGHT_RE.sub("", thought), meta=meta))
+        if span.status == "error":
+            reason = span.status_message or "the model call failed"
+            turn.append(self.emit("error", reason, meta={"source": "model", "reason": reason, **meta}))
+        if not turn:
+            # Content capture is opt-in: the call still costs tokens and time.
+            turn.append(self.emit("thought", "", meta={**meta, "content_captured": False}))
+        first = turn[0]
+        first.prompt_tokens = _int(_first(attrs, _PROMPT_TOKEN_KEYS))
+        first.completion_tokens = _int(_first(attrs, _COMPLETION_TOKEN_KEYS))
+        first.latency_ms = span.duration_ms
+        model = _first(attrs, _MODEL_KEYS)
+        if model:
+            first.meta["model"] = str(model)
+
+    def tool(self, span: Span) -> None:
+        attrs = span.attrs
+        name = str(_first(attrs, ("tool.name", "gen_ai.tool.name")) or span.name or "unknown")
+        call_id = str(_first(attrs, ("gen_ai.tool.call.id", "tool_call.id")) or "")
+        raw_args = _first(attrs, ("gen_ai.tool.call.arguments", "input.value"))
+        result = _first(attrs, ("gen_ai.tool.call.result", "output.value"))
+        taken = self.take_call(call_id, name)
+        if taken is None:
+            if name.lower() in FINISH_TOOLS:
+                self.call_steps({"id": call_id, "name": name, "arguments": raw_args}, span, [])
+                return
+            args = _maybe_json(raw_args)
+            shown = "" if args is None else args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            self.emit("action", f"{name}({shown})", tool=name, args=args,
+                      meta={"span_id": span.span_id, **({"tool_call_id": call_id} if call_id else {})})
+        meta: dict[str, Any] = {"status": "error" if span.status == "error" else "ok", "span_id": span.span_id}
+        if call_id:
+            meta["tool_call_id"] = call_id
+        text = _text(result)
+        if result is None:
+            if span.status == "error" and span.status_message:
+                text = span.status_message
+            else:
+                meta["content_captured"] = False
+        self.emit("observation", text, tool=name, meta=meta, latency_ms=span.duration_ms)
+
+    def root(self, span: Span) -> None:
+        output = _first(span.attrs, ("output.value",))
+        if output is None:
+            outs = _genai_messages(span.attrs.get("gen_ai.output.messages"))
+            output = "\n".join(m["content"] for m in outs if m["content"]) or None
+        if span.status == "error":
+            reason = span.status_message or f"span {span.name!r} ended with an error"
+            self.emit("error", reason, meta={"source": "agent", "reason": reason, "span_id": span.span_id})
+        elif output is not None and not self.state.final:
+            self.state.final = True
+            self.state.final_answer = _text(output)
+            self.emit("final", self.state.final_answer, meta={"span_id": span.span_id, "source": span.name})
+        self.state.finished = True
+        self.state.outcome = "error" if span.status == "error" else "succeeded"
+
+
+def map_spans(spans: Iterable[Span], state: TraceState) -> list[Step]:
+    """Steps for the spans of one trace, continuing from ``state`` (updated in place)."""
+    mapper = _Mapper(state)
+    for span, kind in sort_spans(spans):
+        if not produces_steps(span, kind):
+            continue
+        state.last_key = max(state.last_key, order_key(span, kind))
+        if kind == "llm":
+            mapper.llm(span)
+        elif kind == "tool":
+            mapper.tool(span)
+        else:
+            mapper.root(span)
+    return mapper.steps
+
+
+def needs_rebuild(spans: Iterable[Span], state: TraceState) -> bool:
+    """True when a new span belongs before steps already written."""
+    return any(
+        produces_steps(span, kind) and order_key(span, kind) < state.last_key for span, kind in sort_spans(spans)
+    )

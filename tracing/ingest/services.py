@@ -1,0 +1,329 @@
+"""Ingestion services: what one API or OTLP request does, in one transaction.
+
+Runs from outside are ``provider="import"`` with ``source`` "api" or "otlp";
+their external ids live in ``Run.settings`` (``trace_id``, ``agent``,
+``conversation_id``, ``external_id``) and, for idempotency, in ExternalRun.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from runs.models import Run
+from tracing.ingest.jsonapi import ApiError, Finish, RunRequest
+from tracing.ingest.otlp import Span, TraceState, classify, describe, map_spans, needs_rebuild, produces_steps
+from tracing.ingest.writes import (
+    COPY_MIN_ROWS,
+    Appended,
+    Summary,
+    add_to_summaries,
+    append_steps,
+    copy_spans,
+    copy_steps,
+    insert_steps,
+    locked_external_runs,
+    reset_steps,
+    save_states,
+    stored_span_ids,
+)
+from tracing.models import ExternalRun, IngestedSpan
+from tracing.steps import Step as StepRecord
+
+log = logging.getLogger(__name__)
+
+# Spans kept per trace. A trace past this is a runaway exporter, not an agent
+# run anyone will read; its further spans are refused (OTLP partial success).
+MAX_SPANS_PER_TRACE = 100_000
+UNKNOWN_MODEL = "unknown"
+
+
+def _ns_to_datetime(ns: int) -> datetime | None:
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC) if ns > 0 else None
+
+
+def analyse_runs(run_ids: Iterable[int]) -> None:
+    """Signals and the anchor break for runs that just finished (when the hook exists).
+
+    Ingested runs were not watched by agentlab's watchdog, so their signals are
+    computed here, over the stored steps.
+    """
+    try:
+        from runs.services import run_analyse
+    except ImportError:  # pragma: no cover - older checkouts without the hook
+        return
+    for run_id in run_ids:
+        try:
+            run_analyse(run_id, recompute_signals=True)
+        except Exception:  # the steps are stored either way; `manage.py analyse` can redo it
+            log.exception("analysis of ingested run %s failed", run_id)
+
+
+def _write_new(batches: Sequence[tuple[int, Sequence[StepRecord]]]) -> None:
+    """Steps of runs that have none yet (no conflicts possible): one COPY for all."""
+    total = sum(len(steps) for _, steps in batches)
+    if total >= COPY_MIN_ROWS:
+        copy_steps(batches)
+    else:
+        for run_id, steps in batches:
+            insert_steps(run_id, steps)
+
+
+# --- JSON API ---------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    run: Run
+    created: bool
+    written: int = 0
+    duplicates: int = 0
+
+    def as_dict(self) -> dict:
+        run = self.run
+        return {
+            "id": run.pk,
+            "external_id": (run.settings or {}).get("external_id"),
+            "created": self.created,
+            "status": run.status,
+            "steps_written": self.written,
+            "steps_duplicate": self.duplicates,
+            "url": run.get_absolute_url(),
+        }
+
+
+def _finish_fields(finish: Finish, now: datetime) -> dict:
+    return {"status": finish.status, "final_answer": finish.final_answer, "reason": finish.reason,
+            "success": finish.success, "finished_at": now}
+
+
+def runs_ingest(*, owner, requests: Sequence[RunRequest]) -> list[RunResult]:
+    """Create runs (with their steps and outcome when given) in one transaction.
+
+    A run with an ``external_id`` the user already sent is not created again:
+    its steps are appended idempotently, so a client can resend the request.
+    """
+    external_ids = [r.external_id for r in requests if r.external_id]
+    if len(set(external_ids)) != len(external_ids):
+        raise ApiError("an external_id appears twice in one request")
+    now = timezone.now()
+    to_analyse: list[int] = []
+    with transaction.atomic():
+        known = locked_external_runs(owner=owner, source=ExternalRun.Source.API, external_ids=external_ids)
+        results: list[RunResult | None] = [None] * len(requests)
+        fresh: list[tuple[int, RunRequest, Run]] = []
+        for pos, req in enumerate(requests):
+            if req.external_id in known:
+                continue
+            summary = Summary.of(req.steps)
+            run = Run(
+                owner=owner, prompt=req.prompt, provider=Run.Provider.IMPORT, source="api",
+                model_name=(req.model or UNKNOWN_MODEL)[:120], settings=req.settings, status=Run.Status.RUNNING,
+                started_at=now, step_count=summary.steps, prompt_tokens=summary.prompt_tokens,
+                completion_tokens=summary.completion_tokens, latency_ms=summary.latency_ms,
+                intervention_count=summary.interventions, intervention_detectors=summary.detectors,
+                intervention_tiers=summary.tiers,
+            )
+            if req.finish is not None:
+                for name, value in _finish_fields(req.finish, now).items():
+                    setattr(run, name, value)
+            fresh.append((pos, req, run))
+        Run.objects.bulk_create([run for _, _, run in fresh])
+        ExternalRun.objects.bulk_create(
+            [ExternalRun(owner=owner, source=ExternalRun.Source.API, external_id=req.external_id, run=run)
+             for _, req, run in fresh if req.external_id]
+        )
+        _write_new([(run.pk, req.steps) for _, req, run in fresh if req.steps])
+        for pos, req, run in fresh:
+            results[pos] = RunResult(run, True, len(req.steps), 0)
+            if req.finish is not None and req.analyse:
+                to_analyse.append(run.pk)
+        for pos, req in enumerate(requests):
+            if results[pos] is None:
+                run = Run.objects.select_for_update().get(pk=known[req.external_id].run_id)
+                appended = _append_locked(run, req.steps) if req.steps else Appended(0, 0)
+                if req.finish is not None and _finish_locked(run, req.finish, now) and req.analyse:
+                    to_analyse.append(run.pk)
+                results[pos] = RunResult(run, False, appended.written, appended.duplicates)
+    analyse_runs(to_analyse)
+    return [r for r in results if r is not None]
+
+
+def _owned_api_run(owner, run_id: int) -> Run:
+    run = Run.objects.select_for_update().filter(pk=run_id, owner=owner).first()
+    if run is None:
+        # Another user's run looks exactly like a missing one.
+        raise ApiError(f"run {run_id} not found", 404)
+    if run.source != "api":
+        raise ApiError(f"run {run_id} was not created through the API (source {run.source!r})", 409)
+    return run
+
+
+def _append_locked(run: Run, steps: Sequence[StepRecord]) -> Appended:
+    if run.status not in Run.LIVE_STATUSES:
+        if steps and _all_stored(run.pk, steps):
+            return Appended(0, len(steps))  # a resend of a batch that made it before the finish
+        raise ApiError(f"run {run.pk} is finished ({run.status}); steps can no longer be added", 409)
+    return append_steps(run.pk, steps)
+
+
+def _all_stored(run_id: int, steps: Sequence[StepRecord]) -> bool:
+    from tracing.models import Step
+
+    indices = [s.index for s in steps]
+    return Step.objects.filter(run_id=run_id, index__in=indices).count() == len(indices)
+
+
+def run_append(*, owner, run_id: int, steps: Sequence[StepRecord]) -> Appended:
+    with transaction.atomic():
+        return _append_locked(_owned_api_run(owner, run_id), steps)
+
+
+def _finish_locked(run: Run, finish: Finish, now: datetime) -> bool:
+    """True when this call finished the run (False: it was already finished the same way)."""
+    if run.status not in Run.LIVE_STATUSES:
+        if run.status != finish.status:
+            raise ApiError(f"run {run.pk} is already finished as {run.status}", 409)
+        return False
+    fields = _finish_fields(finish, now)
+    Run.objects.filter(pk=run.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    return True
+
+
+def run_finish_api(*, owner, run_id: int, finish: Finish) -> Run:
+    with transaction.atomic():
+        run = _owned_api_run(owner, run_id)
+        finished = _finish_locked(run, finish, timezone.now())
+    if finished:
+        analyse_runs([run.pk])
+        run.refresh_from_db()
+    return run
+
+
+# --- OTLP -------------------------------------------------------------------------
+
+
+@dataclass
+class OtlpResult:
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    without_steps: int = 0
+    run_ids: list[int] = field(default_factory=list)
+    rejected_reason: str = ""
+
+    def message(self) -> str:
+        parts = []
+        if self.rejected:
+            parts.append(self.rejected_reason)
+        if self.without_steps:
+            parts.append(
+                f"{self.without_steps} span(s) carried no OpenInference or GenAI attributes and gave no steps"
+            )
+        return "; ".join(parts)
+
+
+def _new_otlp_run(owner, trace_id: str, spans: Sequence[Span]) -> Run:
+    info = describe(spans)
+    settings = {"trace_id": trace_id}
+    for key in ("agent", "conversation_id", "service"):
+        if getattr(info, key):
+            settings[key] = getattr(info, key)
+    return Run(
+        owner=owner, prompt=info.prompt, provider=Run.Provider.IMPORT, source="otlp",
+        model_name=(info.model or UNKNOWN_MODEL)[:120], settings=settings, status=Run.Status.RUNNING,
+        started_at=_ns_to_datetime(info.started_ns) or timezone.now(),
+    )
+
+
+def otlp_ingest(*, owner, spans: Sequence[Span]) -> OtlpResult:
+    """Spans -> runs and steps, one transaction; resent spans are skipped."""
+    result = OtlpResult()
+    by_trace: dict[str, dict[str, Span]] = {}
+    for span in spans:
+        seen = by_trace.setdefault(span.trace_id, {})
+        if span.span_id in seen:
+            result.duplicates += 1
+        else:
+            seen[span.span_id] = span
+    to_analyse: list[int] = []
+    with transaction.atomic():
+        known = locked_external_runs(owner=owner, source=ExternalRun.Source.OTLP, external_ids=list(by_trace))
+        fresh = [(tid, _new_otlp_run(owner, tid, list(s.values()))) for tid, s in by_trace.items() if tid not in known]
+        Run.objects.bulk_create([run for _, run in fresh])
+        created = ExternalRun.objects.bulk_create(
+            [ExternalRun(owner=owner, source=ExternalRun.Source.OTLP, external_id=tid, run=run) for tid, run in fresh]
+        )
+        for ext in created:
+            known[ext.external_id] = ext
+        fresh_ids = {tid for tid, _ in fresh}
+        stored = stored_span_ids([known[tid].pk for tid in by_trace if tid not in fresh_ids])
+        span_rows, step_batches, deltas, states = [], [], [], []
+        for trace_id, trace_spans in by_trace.items():
+            ext = known[trace_id]
+            new = [s for s in trace_spans.values() if (ext.pk, s.span_id) not in stored]
+            result.duplicates += len(trace_spans) - len(new)
+            if not new:
+                continue
+            if ext.span_count + len(new) > MAX_SPANS_PER_TRACE:
+                result.rejected += len(new)
+                result.rejected_reason = f"trace {trace_id} has more than {MAX_SPANS_PER_TRACE} spans"
+                continue
+            result.accepted += len(new)
+            result.without_steps += sum(1 for s in new if classify(s) == "other" and not produces_steps(s, "other"))
+            state = TraceState.from_dict(ext.state)
+            was_finished = state.finished
+            if ext.span_count and needs_rebuild(new, state):
+                # A span that belongs before steps already written (a late batch):
+                # re-derive the whole trace in order from the stored spans.
+                earlier = [Span.from_payload(p) for p in IngestedSpan.objects.filter(trace=ext)
+                           .values_list("payload", flat=True)]
+                reset_steps(ext.run_id)
+                state = TraceState()
+                steps = map_spans([*earlier, *new], state)
+            else:
+                steps = map_spans(new, state)
+            step_batches.append((ext.run_id, steps))
+            span_rows.extend((ext.pk, s.span_id, s.to_payload()) for s in new)
+            deltas.append((ext.run_id, Summary.of(steps)))
+            states.append((ext.pk, state.to_dict(), len(new)))
+            result.run_ids.append(ext.run_id)
+            _update_run(ext, new, state, was_finished, to_analyse)
+        copy_spans(span_rows)
+        # Indices come from the locked trace state, so they are new: COPY for all.
+        _write_new(step_batches)
+        add_to_summaries(deltas)
+        save_states(states)
+    analyse_runs(to_analyse)
+    return result
+
+
+def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_finished: bool,
+                to_analyse: list[int]) -> None:
+    run = ext.run
+    fields: dict = {}
+    if run.model_name == UNKNOWN_MODEL or not run.prompt:
+        info = describe(new)
+        if run.model_name == UNKNOWN_MODEL and info.model:
+            fields["model_name"] = info.model[:120]
+        if not run.prompt and info.prompt:
+            fields["prompt"] = info.prompt
+    if state.finished and not was_finished:
+        roots = [s for s in new if not s.parent_id]
+        fields.update(
+            status=state.outcome or Run.Status.SUCCEEDED,
+            final_answer=state.final_answer,
+            finished_at=_ns_to_datetime(max((s.end_ns for s in roots), default=0)) or timezone.now(),
+        )
+        to_analyse.append(run.pk)
+    elif state.finished and run.status not in Run.LIVE_STATUSES:
+        to_analyse.append(run.pk)  # a late span changed a finished run's steps
+    if fields:
+        Run.objects.filter(pk=run.pk).update(**fields)

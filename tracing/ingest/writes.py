@@ -1,0 +1,283 @@
+"""Database writes of the ingestion API: runs, steps (COPY or INSERT), summaries, spans.
+
+Every function here runs inside the caller's transaction; the views open one
+per request, so a rejected or failed batch leaves nothing half-written.
+
+Summaries: the recorder keeps ``runs_run``'s summary columns current with one
+statement per step. Bulk paths cannot (COPY has no RETURNING), so they write
+the steps, then add what they wrote to the run's summary in the same
+transaction: the same numbers, one UPDATE per request instead of one per step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from runs.models import Run
+from tracing.models import ApiToken, ExternalRun, IngestedSpan, Step
+from tracing.steps import Step as StepRecord
+
+# Below this many rows a multi-row INSERT is cheaper than opening a COPY; a
+# live agent appends one step at a time, a bulk client hundreds.
+COPY_MIN_ROWS = 32
+# last_used_at is for "is this token still in use?", not an audit log: write
+# it at most once a minute instead of on every request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+TOKEN_PREFIX = "al_"
+# Characters of the token shown in lists (the prefix plus a few random ones).
+TOKEN_DISPLAY_CHARS = 10
+_STEP_COLUMNS = (
+    "run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at"
+)
+_NUL = "\x00"
+
+
+# --- tokens -----------------------------------------------------------------------
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def token_create(*, user, name: str) -> tuple[ApiToken, str]:
+    """A new token; the plain text is returned once and never stored."""
+    plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user, name=name[:100] or "token", token_hash=hash_token(plain), prefix=plain[:TOKEN_DISPLAY_CHARS]
+    )
+    return token, plain
+
+
+def token_revoke(*, token: ApiToken) -> None:
+    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    token.refresh_from_db()
+
+
+def token_user(plain: str):
+    """The user of an active token, or None."""
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(token_hash=hash_token(plain), revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if token is None:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user
+
+
+# --- steps ------------------------------------------------------------------------
+
+
+def _clean(text: str | None) -> str:
+    # Postgres text cannot hold NUL; tool output sometimes does.
+    if not text:
+        return ""
+    return text.replace(_NUL, "\ufffd") if _NUL in text else text
+
+
+def _json(value) -> str | None:
+    if value is None:
+        return None
+    # jsonb rejects the \u0000 escape as well as a raw NUL.
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text.replace("\\u0000", "\\ufffd") if "\\u0000" in text else text
+
+
+@dataclass
+class Summary:
+    """What a batch adds to its run's summary columns (as tracing.recorder does per step)."""
+
+    steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    interventions: int = 0
+    detectors: list[str] = field(default_factory=list)
+    tiers: list[str] = field(default_factory=list)
+
+    def add(self, step: StepRecord) -> None:
+        self.steps += 1
+        self.prompt_tokens += step.prompt_tokens
+        self.completion_tokens += step.completion_tokens
+        self.latency_ms += step.latency_ms
+        if step.kind == "intervention":
+            self.interventions += 1
+            meta = step.meta or {}
+            detector = str(meta.get("detector") or "watchdog")[:40]
+            tier = str(meta.get("tier") or "")[:10]
+            if detector not in self.detectors:
+                self.detectors.append(detector)
+            if tier and tier not in self.tiers:
+                self.tiers.append(tier)
+
+    @classmethod
+    def of(cls, steps: Iterable[StepRecord]) -> Summary:
+        summary = cls()
+        for step in steps:
+            summary.add(step)
+        return summary
+
+
+def _rows(run_id: int, steps: Iterable[StepRecord], now: datetime):
+    for s in steps:
+        yield (
+            run_id, s.index, s.kind, _clean(s.text), _clean(s.tool or ""), _json(s.args), _json(s.meta or {}),
+            s.prompt_tokens, s.completion_tokens, s.latency_ms, now,
+        )
+
+
+def copy_steps(batches: Sequence[tuple[int, Sequence[StepRecord]]]) -> int:
+    """COPY the steps of one or more runs into tracing_step; the indices must be new."""
+    now = timezone.now()
+    count = 0
+    connection.ensure_connection()
+    with connection.cursor() as cur, cur.cursor.copy(f"COPY tracing_step ({_STEP_COLUMNS}) FROM STDIN") as copy:
+        for run_id, steps in batches:
+            for row in _rows(run_id, steps, now):
+                copy.write_row(row)
+                count += 1
+    return count
+
+
+def insert_steps(run_id: int, steps: Sequence[StepRecord]) -> set[int]:
+    """A plain multi-row INSERT (live appends); returns the indices actually written."""
+    if not steps:
+        return set()
+    now = timezone.now()
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s)"] * len(steps))
+    params = [v for row in _rows(run_id, steps, now) for v in row]
+    with connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO tracing_step ({_STEP_COLUMNS}) VALUES {values} "
+            "ON CONFLICT (run_id, index) DO NOTHING RETURNING index",
+            params,
+        )
+        return {row[0] for row in cur.fetchall()}
+
+
+def add_to_summaries(deltas: Sequence[tuple[int, Summary]]) -> None:
+    """Add each batch's totals to its run's summary columns in one statement."""
+    deltas = [(run_id, d) for run_id, d in deltas if d.steps]
+    if not deltas:
+        return
+    values = ", ".join(["(%s::bigint, %s::int, %s::bigint, %s::bigint, %s::float8, %s::int)"] * len(deltas))
+    params = [
+        v for run_id, d in deltas
+        for v in (run_id, d.steps, d.prompt_tokens, d.completion_tokens, d.latency_ms, d.interventions)
+    ]
+    with connection.cursor() as cur:
+        cur.execute(
+            "UPDATE runs_run r SET step_count = r.step_count + v.n, prompt_tokens = r.prompt_tokens + v.pt, "
+            "completion_tokens = r.completion_tokens + v.ct, latency_ms = r.latency_ms + v.lat, "
+            "intervention_count = r.intervention_count + v.ic "
+            f"FROM (VALUES {values}) AS v(id, n, pt, ct, lat, ic) WHERE r.id = v.id",
+            params,
+        )
+        for run_id, d in deltas:
+            if d.detectors or d.tiers:
+                # First appearance order, as the recorder keeps it.
+                cur.execute(
+                    "UPDATE runs_run SET "
+                    "intervention_detectors = intervention_detectors || ARRAY(SELECT x FROM unnest(%s::varchar[]) "
+                    "  WITH ORDINALITY AS t(x, o) WHERE NOT x = ANY(intervention_detectors) ORDER BY o)::varchar(40)[], "
+                    "intervention_tiers = intervention_tiers || ARRAY(SELECT x FROM unnest(%s::varchar[]) "
+                    "  WITH ORDINALITY AS t(x, o) WHERE NOT x = ANY(intervention_tiers) ORDER BY o)::varchar(10)[] "
+                    "WHERE id = %s",
+                    [d.detectors, d.tiers, run_id],
+                )
+
+
+@dataclass
+class Appended:
+    written: int
+    duplicates: int
+
+
+def append_steps(run_id: int, steps: Sequence[StepRecord]) -> Appended:
+    """Append to a run whose row the caller has locked (SELECT ... FOR UPDATE).
+
+    Idempotent on (run, index): an index already stored is skipped (the first
+    write wins), so a client may resend a batch after a timeout.
+    """
+    if not steps:
+        return Appended(0, 0)
+    if len(steps) < COPY_MIN_ROWS:
+        written_indices = insert_steps(run_id, steps)
+        written = [s for s in steps if s.index in written_indices]
+    else:
+        # The run row is locked, so no other request can add indices between
+        # this check and the COPY.
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT index FROM tracing_step WHERE run_id = %s AND index BETWEEN %s AND %s",
+                [run_id, steps[0].index, steps[-1].index],
+            )
+            stored = {row[0] for row in cur.fetchall()}
+        written = [s for s in steps if s.index not in stored]
+        if written:
+            copy_steps([(run_id, written)])
+    add_to_summaries([(run_id, Summary.of(written))])
+    return Appended(len(written), len(steps) - len(written))
+
+
+def reset_steps(run_id: int) -> None:
+    """Remove a run's steps and zero its summary (an OTLP trace re-derived in order)."""
+    Step.objects.filter(run_id=run_id).delete()
+    Run.objects.filter(pk=run_id).update(
+        step_count=0, prompt_tokens=0, completion_tokens=0, latency_ms=0.0, intervention_count=0,
+        intervention_detectors=[], intervention_tiers=[],
+    )
+
+
+# --- spans and trace state --------------------------------------------------------
+
+
+def stored_span_ids(trace_ids: Sequence[int]) -> set[tuple[int, str]]:
+    if not trace_ids:
+        return set()
+    return set(IngestedSpan.objects.filter(trace_id__in=trace_ids).values_list("trace_id", "span_id"))
+
+
+def copy_spans(rows: Sequence[tuple[int, str, dict]]) -> None:
+    if not rows:
+        return
+    connection.ensure_connection()
+    with connection.cursor() as cur, cur.cursor.copy(
+        "COPY tracing_ingestedspan (trace_id, span_id, payload) FROM STDIN"
+    ) as copy:
+        for trace_id, span_id, payload in rows:
+            copy.write_row((trace_id, span_id, _json(payload)))
+
+
+def save_states(rows: Sequence[tuple[int, dict, int]]) -> None:
+    """(external run id, mapper state, spans added) for each trace of a batch, in one statement."""
+    if not rows:
+        return
+    values = ", ".join(["(%s::bigint, %s::jsonb, %s::int)"] * len(rows))
+    params = [v for ext_id, state, added in rows for v in (ext_id, json.dumps(state), added)]
+    with connection.cursor() as cur:
+        cur.execute(
+            "UPDATE tracing_externalrun e SET state = v.state, span_count = e.span_count + v.added "
+            f"FROM (VALUES {values}) AS v(id, state, added) WHERE e.id = v.id",
+            params,
+        )
+
+
+def locked_external_runs(*, owner, source: str, external_ids: Sequence[str]) -> dict[str, ExternalRun]:
+    rows = (
+        ExternalRun.objects.select_for_update(of=("self",))
+        .select_related("run")
+        .filter(owner=owner, source=source, external_id__in=list(external_ids))
+    )
+    return {row.external_id: row for row in rows}
