@@ -41,6 +41,10 @@ CELL_MAX_STEPS = 200
 # The live comparison re-renders the whole grid, which costs more than the run
 # page's step poll: every 2 s keeps it live without hammering the server.
 POLL_EVERY = "2s"
+# Grid column widths (rem), mirrored in static/compare.css: a column fits a
+# clamped action label; 6 runs fit at 1280 px, the rest scroll sideways.
+GRID_COLUMN_REM = 11.5
+GRID_ROW_HEAD_REM = 3.2
 # Settings a comparison can be grouped by (runs of one task under different
 # models / watchdog policies / agent modes).
 GROUP_BY = ("model", "policy", "mode")
@@ -116,11 +120,28 @@ class SettingSummary:
     span: int = 0  # columns of the grid under this setting
 
 
+# Run ids listed by name in a branch of the divergence; the rest are counted
+# (with 50 runs, "(gap) <- 44 runs" reads better than 44 ids).
+BRANCH_IDS_SHOWN = 8
+
+
 @dataclass
 class BranchView:
     label: str
     runs: list[int]  # run ids
     gap: bool
+
+    @property
+    def shown(self) -> list[int]:
+        return self.runs[:BRANCH_IDS_SHOWN]
+
+    @property
+    def more(self) -> int:
+        return max(0, len(self.runs) - BRANCH_IDS_SHOWN)
+
+    @property
+    def all_ids(self) -> str:
+        return " ".join(f"#{pk}" for pk in self.runs)
 
 
 @dataclass
@@ -335,8 +356,10 @@ def _charts(columns: list[Column], grid: AlignedGrid, ks: list[int], pass_at: li
         fig.update_yaxes(rangemode="tozero")
         charts.append(Chart(f"chart-{key}", title, _figure(fig)))
     if ks:
+        # The legend sits mid-right, where pass@k (near 1) and pass^k (falling) leave room.
         fig = _new_figure(title={"text": "pass@k (solid) and pass^k (dashed)"}, showlegend=True,
-                          legend={"orientation": "h", "y": -0.3})
+                          legend={"x": 0.98, "xanchor": "right", "y": 0.5, "yanchor": "middle",
+                                  "bgcolor": "rgba(255,255,255,0.85)"})
         fig.add_trace(go.Scatter(x=ks, y=pass_at, name="pass@k", mode="lines+markers"))
         fig.add_trace(go.Scatter(x=ks, y=pass_hat, name="pass^k", mode="lines+markers", line={"dash": "dash"}))
         fig.update_yaxes(range=[0, 1.05])
@@ -347,7 +370,7 @@ def _charts(columns: list[Column], grid: AlignedGrid, ks: list[int], pass_at: li
         # Colour repeats what the grid says in text (row numbers, the ⑂ band).
         colours = ["#b3261e" if r - 1 == grid.first_divergence else ("#c9a227" if a < 1 else "#1f7a4d")
                    for r, a in zip(rows, grid.agreement, strict=True)]
-        fig = _new_figure(title={"text": "Where the runs diverged (share agreeing per row)"})
+        fig = _new_figure(title={"text": "Agreement per aligned row"})
         fig.add_trace(go.Bar(x=rows, y=grid.agreement, marker={"color": colours},
                              hovertemplate="row %{x}: %{y:.0%} agree<extra></extra>"))
         if grid.first_divergence is not None:
@@ -394,6 +417,9 @@ def _compare_context(request: HttpRequest, runs: list[Run], *, group: RerunGroup
         "columns": columns,
         "rows": _rows(grid, columns, reverse("compare:cell")),
         "n_cols": len(runs) + 1,
+        # An explicit width lets the browser use the fixed table layout: with
+        # 50 x 200 the grid has thousands of cells and auto layout measures them all.
+        "grid_width": f"{GRID_ROW_HEAD_REM + GRID_COLUMN_REM * len(runs):.1f}rem",
         "first_divergence": None if grid.first_divergence is None else grid.first_divergence + 1,
         "branches": _branches(grid, runs),
         "overall": overall,

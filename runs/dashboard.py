@@ -4,13 +4,12 @@ scan of the steps table), whatever the filters."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from django.db import connection
-from django.db.models import Aggregate, Avg, Count, F, FloatField, Q, QuerySet, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
@@ -25,15 +24,6 @@ HISTOGRAM_MAX = 60
 MAX_GROUPS = 50
 
 
-class Percentile(Aggregate):
-    function = "percentile_disc"
-    template = "%(function)s(%(p)s) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field = FloatField()
-
-    def __init__(self, expression, p: float, **extra):
-        super().__init__(expression, p=p, **extra)
-
-
 @dataclass(frozen=True)
 class Filters:
     since: date
@@ -44,7 +34,10 @@ class Filters:
     policy: str = ""
 
     def runs(self) -> QuerySet[Run]:
-        qs = Run.objects.filter(created_at__date__gte=self.since, created_at__date__lte=self.until)
+        # A range on the column itself (not created_at::date) so an index can serve it.
+        start = datetime.combine(self.since, time.min, tzinfo=UTC)
+        end = datetime.combine(self.until + timedelta(days=1), time.min, tzinfo=UTC)
+        qs = Run.objects.filter(created_at__gte=start, created_at__lt=end)
         # Live runs have no outcome yet: the figures are about finished runs.
         qs = qs.exclude(status__in=Run.LIVE_STATUSES)
         if self.task:
@@ -69,108 +62,151 @@ class Filters:
         return cls(since=today - timedelta(days=30), until=today)
 
 
-def totals(qs: QuerySet[Run]) -> dict[str, Any]:
-    agg = qs.aggregate(
-        runs=Count("id"),
-        scored=Count("id", filter=Q(success__isnull=False)),
-        successes=Count("id", filter=Q(success=True)),
-        over_max=Count("id", filter=Q(stopped_by="max_steps")),
-        interrupted=Count("id", filter=Q(intervention_count__gt=0)),
-        anchor_breaks=Count("id", filter=Q(first_anchor_break__isnull=False)),
-        mean_steps=Avg("step_count"),
-        p95_steps=Percentile("step_count", 0.95),
-        steps=Sum("step_count"),
-        tokens=Sum(F("prompt_tokens") + F("completion_tokens")),
-        latency_ms=Sum("latency_ms"),
-    )
-    runs = agg["runs"] or 0
-    steps = agg["steps"] or 0
+# The per-run columns the dashboard reads, in the order of the subquery.
+_COLUMNS = ("step_count", "success", "stopped_by", "intervention_count", "first_anchor_break", "prompt_tokens",
+            "completion_tokens", "latency_ms", "created_at", "model_name", "task__slug", "policy__name")
+_ALIASES = ("steps", "success", "stopped_by", "interventions", "anchor_break", "ptok", "ctok", "latency", "created_at",
+            "model", "task", "policy")
 
-    def rate(n: int, d: int) -> float | None:
-        return n / d if d else None
+# One scan of the filtered runs for every figure but the intervention counts:
+# GROUPING SETS computes the totals, the histogram, the days and the three
+# group tables together (eight separate aggregates cost eight scans).
+_AGGREGATE_SQL = """
+SELECT GROUPING(day, steps, task, model, policy) AS gset, day, steps, task, model, policy,
+       count(*) AS runs,
+       count(success) AS scored,
+       count(*) FILTER (WHERE success) AS successes,
+       count(*) FILTER (WHERE stopped_by = 'max_steps') AS over_max,
+       count(*) FILTER (WHERE interventions > 0) AS interrupted,
+       count(*) FILTER (WHERE anchor_break IS NOT NULL) AS anchor_breaks,
+       avg(steps) AS mean_steps,
+       percentile_disc(0.95) WITHIN GROUP (ORDER BY steps) AS p95_steps,
+       sum(steps) AS total_steps,
+       sum(ptok + ctok) AS tokens,
+       sum(latency) AS latency_ms
+FROM (SELECT *, (created_at AT TIME ZONE 'UTC')::date AS day FROM ({inner}) AS r({aliases})) AS s
+GROUP BY GROUPING SETS ((), (day), (steps), (task), (model), (policy))
+"""
 
-    return {
-        **agg,
-        "success_rate": rate(agg["successes"], agg["scored"]),
-        "over_max_rate": rate(agg["over_max"], runs),
-        "interrupted_rate": rate(agg["interrupted"], runs),
-        "anchor_break_rate": rate(agg["anchor_breaks"], runs),
-        "tokens_per_run": rate(agg["tokens"] or 0, runs),
-        "tokens_per_step": rate(agg["tokens"] or 0, steps),
-        "latency_per_run_ms": rate(agg["latency_ms"] or 0, runs),
-        "latency_per_step_ms": rate(agg["latency_ms"] or 0, steps),
-    }
+# GROUPING(day, steps, task, model, policy) bit masks: a 0 bit = grouped by it.
+_SETS = {0b11111: "all", 0b01111: "day", 0b10111: "steps", 0b11011: "task", 0b11101: "model", 0b11110: "policy"}
 
 
-def step_histogram(qs: QuerySet[Run]) -> list[tuple[int, int]]:
-    """(step count, runs); counts above HISTOGRAM_MAX share the last bar."""
-    rows = qs.values_list("step_count").annotate(n=Count("id")).order_by("step_count")
-    bars: dict[int, int] = {}
-    for steps, n in rows:
-        key = min(steps, HISTOGRAM_MAX)
-        bars[key] = bars.get(key, 0) + n
-    return sorted(bars.items())
+def _rate(n: int | None, d: int | None) -> float | None:
+    return (n or 0) / d if d else None
 
 
-def _unnest_counts(qs: QuerySet[Run], column: str) -> list[tuple[str, int]]:
-    inner, params = qs.values(column).query.sql_with_params()
-    sql = f"SELECT v, count(*) FROM ({inner}) s, unnest(s.{column}) v GROUP BY v ORDER BY count(*) DESC, v"
+def aggregate(qs: QuerySet[Run]) -> dict[str, Any]:
+    inner, params = qs.values_list(*_COLUMNS).query.sql_with_params()
+    sql = _AGGREGATE_SQL.format(inner=inner, aliases=", ".join(_ALIASES))
     with connection.cursor() as cur:
         cur.execute(sql, params)
-        return [(v, n) for v, n in cur.fetchall()]
-
-
-def interventions_by_detector(qs: QuerySet[Run]) -> list[tuple[str, int]]:
-    """Runs with at least one intervention of each detector."""
-    return _unnest_counts(qs, "intervention_detectors")
-
-
-def interventions_by_tier(qs: QuerySet[Run]) -> list[tuple[str, int]]:
-    return _unnest_counts(qs, "intervention_tiers")
-
-
-def by_group(qs: QuerySet[Run], field: str) -> list[dict[str, Any]]:
-    rows = (
-        qs.values(field)
-        .annotate(
-            runs=Count("id"),
-            scored=Count("id", filter=Q(success__isnull=False)),
-            successes=Count("id", filter=Q(success=True)),
-            mean_steps=Avg("step_count"),
-            over_max=Count("id", filter=Q(stopped_by="max_steps")),
-        )
-        .order_by("-runs")[:MAX_GROUPS]
-    )
-    out = []
+        names = [c.name for c in cur.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    out: dict[str, Any] = {"totals": None, "histogram": [], "over_time": [], "by_task": [], "by_model": [],
+                           "by_policy": []}
+    hist: dict[int, int] = {}
     for row in rows:
-        n, c = row["scored"], row["successes"]
-        k = min(DASHBOARD_K, n)
-        out.append({
-            "key": row[field] if row[field] is not None else "—",
-            **row,
-            "success_rate": c / n if n else None,
-            "k": k,
-            "pass_at_k": pass_at_k(n, c, k) if n else None,
-            "pass_hat_k": pass_hat_k(n, c, k) if n else None,
-        })
+        kind = _SETS.get(row["gset"])
+        if kind == "all":
+            out["totals"] = _totals(row)
+        elif kind == "steps":
+            key = min(row["steps"], HISTOGRAM_MAX)
+            hist[key] = hist.get(key, 0) + row["runs"]
+        elif kind == "day":
+            out["over_time"].append({**row, "success_rate": _rate(row["successes"], row["scored"]),
+                                     "over_max_rate": _rate(row["over_max"], row["runs"])})
+        elif kind in ("task", "model", "policy"):
+            out[f"by_{kind}"].append(_group(row, row[kind]))
+    if out["totals"] is None:  # no runs at all: GROUPING SETS yields no row
+        out["totals"] = _totals({"runs": 0, "scored": 0, "successes": 0, "over_max": 0, "interrupted": 0,
+                                 "anchor_breaks": 0, "mean_steps": None, "p95_steps": None, "total_steps": 0,
+                                 "tokens": 0, "latency_ms": 0})
+    out["histogram"] = sorted(hist.items())
+    out["over_time"].sort(key=lambda r: r["day"])
+    for key in ("by_task", "by_model", "by_policy"):
+        out[key] = sorted(out[key], key=lambda g: -g["runs"])[:MAX_GROUPS]
     return out
 
 
-def over_time(qs: QuerySet[Run]) -> list[dict[str, Any]]:
-    rows = (
-        qs.annotate(day=TruncDate("created_at"))
-        .values("day")
-        .annotate(
-            runs=Count("id"),
-            scored=Count("id", filter=Q(success__isnull=False)),
-            successes=Count("id", filter=Q(success=True)),
-            over_max=Count("id", filter=Q(stopped_by="max_steps")),
-            mean_steps=Avg("step_count"),
-        )
-        .order_by("day")
+def _totals(row: dict[str, Any]) -> dict[str, Any]:
+    runs, steps = row["runs"], row["total_steps"] or 0
+    return {
+        **row,
+        "steps": steps,
+        "success_rate": _rate(row["successes"], row["scored"]),
+        "over_max_rate": _rate(row["over_max"], runs),
+        "interrupted_rate": _rate(row["interrupted"], runs),
+        "anchor_break_rate": _rate(row["anchor_breaks"], runs),
+        "tokens_per_run": _rate(row["tokens"], runs),
+        "tokens_per_step": _rate(row["tokens"], steps),
+        "latency_per_run_ms": _rate(row["latency_ms"], runs),
+        "latency_per_step_ms": _rate(row["latency_ms"], steps),
+    }
+
+
+def _group(row: dict[str, Any], key: Any) -> dict[str, Any]:
+    n, c = row["scored"], row["successes"]
+    k = min(DASHBOARD_K, n)
+    return {
+        **row,
+        "key": key if key is not None else "—",
+        "success_rate": _rate(c, n),
+        "k": k,
+        "pass_at_k": pass_at_k(n, c, k) if n else None,
+        "pass_hat_k": pass_hat_k(n, c, k) if n else None,
+    }
+
+
+# Context pressure is charted up to this step index (later steps are rare
+# and would flatten the curve of the common case).
+CONTEXT_MAX_STEP = 100
+
+
+def array_figures(qs: QuerySet[Run]) -> dict[str, list]:
+    """One scan of the per-run arrays: runs with an intervention of each detector
+    and of each tier, mean prompt size per step index (context pressure) and
+    observations truncated per step index."""
+    inner, params = qs.values_list("intervention_detectors", "intervention_tiers", "context_steps", "context_tokens",
+                                   "truncated_steps").query.sql_with_params()
+    sql = (
+        f"SELECT u.kind, u.k, count(*), avg(u.v) FROM ({inner}) AS s(detectors, tiers, csteps, ctokens, truncated) "
+        "CROSS JOIN LATERAL ("
+        "SELECT 'detector' AS kind, d AS k, NULL::float AS v FROM unnest(s.detectors) d "
+        "UNION ALL SELECT 'tier', t, NULL FROM unnest(s.tiers) t "
+        "UNION ALL SELECT 'context', c.step::text, c.tok::float FROM unnest(s.csteps, s.ctokens) c(step, tok) "
+        f"  WHERE c.step <= {CONTEXT_MAX_STEP} "
+        f"UNION ALL SELECT 'truncated', x::text, NULL FROM unnest(s.truncated) x WHERE x <= {CONTEXT_MAX_STEP}"
+        ") u GROUP BY u.kind, u.k"
     )
-    return [
-        {**r, "success_rate": r["successes"] / r["scored"] if r["scored"] else None,
-         "over_max_rate": r["over_max"] / r["runs"] if r["runs"] else None}
-        for r in rows
-    ]
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        rows = cur.fetchall()
+
+    def ranked(kind: str) -> list[tuple[str, int]]:
+        return sorted(((k, n) for kd, k, n, _ in rows if kd == kind), key=lambda r: (-r[1], r[0]))
+
+    return {
+        "detectors": ranked("detector"),
+        "tiers": ranked("tier"),
+        "context": sorted((int(k), float(v), n) for kd, k, n, v in rows if kd == "context"),
+        "truncated": sorted((int(k), n) for kd, k, n, _ in rows if kd == "truncated"),
+    }
+
+
+def false_kills(qs: QuerySet[Run]) -> list[dict[str, Any]]:
+    """Per detector: reviewers' labels of its interruptions and the false-kill rate."""
+    from runs.review_models import LabelState, ReviewItem
+
+    rows = (
+        ReviewItem.objects.filter(run__in=qs.values("id"))
+        .values("detector")
+        .annotate(
+            justified=Count("id", filter=Q(label=LabelState.JUSTIFIED)),
+            wrongly=Count("id", filter=Q(label=LabelState.WRONGLY_KILLED)),
+            items=Count("id"),
+        )
+        .order_by("detector")
+    )
+    return [{**r, "labelled": r["justified"] + r["wrongly"],
+             "false_kill_rate": _rate(r["wrongly"], r["justified"] + r["wrongly"])} for r in rows]

@@ -48,22 +48,54 @@ def _fig(data: list[dict], title: str, xaxis: str, yaxis: str, yrange: list[floa
     y = {"title": {"text": yaxis}}
     if yrange:
         y["range"] = yrange
-    return {
-        "data": data,
-        "layout": {"title": {"text": title, "font": {"size": 14}}, "height": 260,
-                   "margin": {"l": 50, "r": 10, "t": 36, "b": 40}, "xaxis": {"title": {"text": xaxis}}, "yaxis": y,
-                   "legend": {"orientation": "h", "y": -0.3}},
-    }
+    layout = {"title": {"text": title, "font": {"size": 14}}, "height": 260,
+              "margin": {"l": 50, "r": 40, "t": 36, "b": 40}, "xaxis": {"title": {"text": xaxis}}, "yaxis": y,
+              "legend": {"orientation": "h", "y": -0.3}}
+    if any(trace.get("yaxis") == "y2" for trace in data):
+        layout["yaxis2"] = {"overlaying": "y", "side": "right", "showgrid": False, "rangemode": "tozero"}
+    return {"data": data, "layout": layout}
+
+
+# What an empty chart says instead of drawing empty axes.
+EMPTY = {
+    "context": "No model turns with token counts in this selection.",
+    "false_kills": "No interruption has been labelled yet: label some in the review queue.",
+    "detectors": "No run in this selection was interrupted.",
+    "tiers": "No run in this selection was interrupted.",
+}
 
 
 def _charts(f: dashboard.Filters, data: dict) -> dict[str, dict]:
+    charts = _all_charts(f, data)
+    for name, message in EMPTY.items():
+        if not any(trace.get("x") for trace in charts[name]["data"]):
+            charts[name]["empty"] = message
+    return charts
+
+
+def _all_charts(f: dashboard.Filters, data: dict) -> dict[str, dict]:
     hist = data["histogram"]
     last = dashboard.HISTOGRAM_MAX
     hist_links = [f.run_list_url(steps_min=s, **({} if s == last else {"steps_max": s})) for s, _ in hist]
     det = data["detectors"]
     tiers = data["tiers"]
     days = data["over_time"]
+    ctx = data["context"]
+    trunc = data["truncated"]
+    fk = [r for r in data["false_kills"] if r["labelled"]]
     return {
+        "context": _fig(
+            [{"type": "scatter", "mode": "lines", "name": "mean prompt tokens", "x": [s for s, _, _ in ctx],
+              "y": [round(m, 1) for _, m, _ in ctx], "line": {"color": "#2456d6"}}]
+            + ([{"type": "bar", "name": "observations truncated", "x": [s for s, _ in trunc],
+                 "y": [n for _, n in trunc], "yaxis": "y2", "marker": {"color": "rgba(217,72,15,0.45)"}}]
+               if trunc else []),
+            "Context pressure: prompt size by step index", "step index", "prompt tokens"),
+        "false_kills": _fig(
+            [{"type": "bar", "x": [r["detector"] for r in fk], "y": [r["false_kill_rate"] for r in fk],
+              "text": [f"{r['wrongly']}/{r['labelled']}" for r in fk], "textposition": "outside",
+              "customdata": [f.run_list_url(detector=r["detector"]) for r in fk], "marker": {"color": "#8c1d18"}}],
+            "False-kill rate by detector (reviewers' labels)", "detector", "wrongly killed / labelled", yrange=[0, 1.05]),
         "histogram": _fig([{"type": "bar", "x": [s for s, _ in hist], "y": [n for _, n in hist],
                             "customdata": hist_links, "marker": {"color": "#2456d6"},
                             "hovertemplate": "%{x} steps: %{y} runs<extra></extra>"}],
@@ -86,7 +118,8 @@ def _charts(f: dashboard.Filters, data: dict) -> dict[str, dict]:
     }
 
 
-CSV_TABLES = ("histogram", "detectors", "tiers", "over_time", "by_task", "by_model", "by_policy")
+CSV_TABLES = ("histogram", "detectors", "tiers", "over_time", "context", "false_kills", "by_task", "by_model",
+              "by_policy")
 
 
 def _csv(name: str, data: dict) -> HttpResponse:
@@ -99,6 +132,14 @@ def _csv(name: str, data: dict) -> HttpResponse:
     elif name in ("detectors", "tiers"):
         writer.writerow([name[:-1], "runs"])
         writer.writerows(data[name])
+    elif name == "context":
+        truncated = dict(data["truncated"])
+        writer.writerow(["step", "mean_prompt_tokens", "model_turns", "observations_truncated"])
+        writer.writerows([step, round(mean, 1), n, truncated.get(step, 0)] for step, mean, n in data["context"])
+    elif name == "false_kills":
+        writer.writerow(["detector", "interruptions", "labelled", "justified", "wrongly_killed", "false_kill_rate"])
+        writer.writerows([r["detector"], r["items"], r["labelled"], r["justified"], r["wrongly"], r["false_kill_rate"]]
+                         for r in data["false_kills"])
     elif name == "over_time":
         writer.writerow(["day", "runs", "success_rate", "over_max_rate", "mean_steps"])
         writer.writerows([d["day"], d["runs"], d["success_rate"], d["over_max_rate"], d["mean_steps"]]
@@ -118,20 +159,16 @@ def dashboard_page(request: HttpRequest) -> HttpResponse:
     if request.GET and not form.is_valid():
         return render(request, "runs/dashboard.html", {"form": form, "tasks": Task.objects.only("slug")}, status=400)
     if not request.GET:
-        form = DashboardForm({})
+        default = dashboard.Filters.default()
+        form = DashboardForm({"since": default.since, "until": default.until})
         form.is_valid()
     f = form.filters()
     qs = f.runs()
-    data = {
-        "totals": dashboard.totals(qs),
-        "histogram": dashboard.step_histogram(qs),
-        "detectors": dashboard.interventions_by_detector(qs),
-        "tiers": dashboard.interventions_by_tier(qs),
-        "over_time": dashboard.over_time(qs),
-        "by_task": dashboard.by_group(qs, "task__slug"),
-        "by_model": dashboard.by_group(qs, "model_name"),
-        "by_policy": dashboard.by_group(qs, "policy__name"),
-    }
+    data = {**dashboard.aggregate(qs), **dashboard.array_figures(qs), "false_kills": dashboard.false_kills(qs)}
+    fk = data["false_kills"]
+    labelled = sum(r["labelled"] for r in fk)
+    data["totals"]["false_kill_rate"] = sum(r["wrongly"] for r in fk) / labelled if labelled else None
+    data["totals"]["labelled"] = labelled
     export = request.GET.get("export")
     if export:
         if export not in CSV_TABLES:

@@ -195,6 +195,12 @@ class Run(models.Model):
     intervention_count = models.PositiveIntegerField(default=0)
     intervention_detectors = ArrayField(models.CharField(max_length=40), default=list, blank=True)
     intervention_tiers = ArrayField(models.CharField(max_length=10), default=list, blank=True)
+    # Context pressure, appended by the recorder: the prompt size of each model
+    # turn in order, and the step indices of observations truncated for the
+    # context. The run page's and the dashboard's charts read these, not steps.
+    context_steps = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
+    context_tokens = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
+    truncated_steps = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
     # The first step where the reasoning stopped tracking the last observation
     # (tracing.anchoring), computed when the run ends or is imported.
     first_anchor_break = models.IntegerField(null=True, blank=True)
@@ -247,4 +253,47 @@ class Run(models.Model):
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()
         return None
+class WhatIfJob(models.Model):
+    """A replay of one policy (or a sweep of one threshold) over stored runs.
+
+    Cached by `key` = (policies, data snapshot): the same question over the
+    same data is answered once. The snapshot (runs finished by `snapshot_at`,
+    ids up to `snapshot_max_run`, the labels as they stood) is fixed when the
+    job is created, so runs written meanwhile do not move its figures.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        ERROR = "error"
+
+    key = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    base_policy = models.ForeignKey(Policy, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # [tracing.watchdog.Policy.to_dict(), ...]: one per sweep value (or one).
+    policies = models.JSONField()
+    sweep_path = models.CharField(max_length=80, blank=True)
+    sweep_values = models.JSONField(default=list, blank=True)
+    filters = models.JSONField(default=dict, blank=True)
+    snapshot_at = models.DateTimeField()
+    snapshot_max_run = models.BigIntegerField(default=0)
+    # {run_id: [[step, label], ...]} of labelled interruptions at creation.
+    labels = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    total_runs = models.PositiveIntegerField(default=0)
+    done_runs = models.PositiveIntegerField(default=0)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"what-if {self.pk}"
+
+    @property
+    def progress(self) -> float:
+        return self.done_runs / self.total_runs if self.total_runs else (1.0 if self.status == "done" else 0.0)
+
+
 from runs.review_models import ReviewItem, ReviewLabel  # noqa: E402, F401

@@ -181,13 +181,14 @@ def _values_for(run: Run, name: str, version, cache: dict) -> dict:
     return cache[key]
 
 
-def item_for_step(run_id: int, index: int) -> ReviewItem | None:
+def item_for_step(run_id: int, index: int, items: QuerySet[ReviewItem] | None = None) -> ReviewItem | None:
     """The item of an intervention step, synced on demand (a run still going
     has its items written when it ends); None when the step is no interruption."""
-    item = ReviewItem.objects.filter(run_id=run_id, step_index=index).first()
+    qs = (items if items is not None else ReviewItem.objects.all()).filter(run_id=run_id, step_index=index)
+    item = qs.first()
     if item is None and Step.objects.filter(run_id=run_id, index=index, kind=Step.Kind.INTERVENTION).exists():
         review_items_sync(run_id)
-        item = ReviewItem.objects.filter(run_id=run_id, step_index=index).first()
+        item = qs.first()
     return item
 
 

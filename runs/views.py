@@ -152,7 +152,23 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         steps = _steps_after(run, run.fork_from - 1, limit=max(STEPS_PER_PAGE, upto))
     else:
         steps = _steps_after(run, -1, limit=max(STEPS_PER_PAGE, upto))
-    return render(request, "runs/detail.html", {**_timeline_context(run, steps), "inherited": inherited})
+    return render(request, "runs/detail.html",
+                  {**_timeline_context(run, steps), "inherited": inherited, "pressure": _pressure(run)})
+
+
+def _pressure(run: Run) -> dict | None:
+    """The run page's slim chart: prompt tokens per model turn and truncations,
+    from the run's summary arrays (no step is read for it)."""
+    if not run.context_tokens:
+        return None
+    last = max(run.step_count - 1, max(run.context_steps, default=0), 1)
+    peak = max(run.context_tokens) or 1
+    points = " ".join(
+        f"{step / last * 1000:.1f},{58 - tok / peak * 54:.1f}"
+        for step, tok in zip(run.context_steps, run.context_tokens, strict=False)
+    )
+    marks = [{"x": round(step / last * 1000, 1), "step": step} for step in run.truncated_steps]
+    return {"points": points, "peak": peak, "last": last, "marks": marks, "turns": len(run.context_tokens)}
 
 
 def _timeline_context(run: Run, steps: list[Step]) -> dict:

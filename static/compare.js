@@ -1,36 +1,17 @@
-// Compare page: draw the plotly charts from their json_script data, also after
-// the live poll swaps the page body in, and open / close grid cell expansions.
+// Compare page: open / fold grid cells (charts: static/charts.js).
 (function () {
-  const CONFIG = {displayModeBar: false, responsive: true};
+  // Charts are drawn by static/charts.js (loaded before this file).
 
-  function draw(root) {
-    if (!window.Plotly || !root.querySelectorAll) return;
-    root.querySelectorAll("[data-chart]").forEach((div) => {
-      // Look the data up inside the new content: during an outerHTML swap the
-      // old body (with the same ids) may still be in the document.
-      const data = root.querySelector(`#${CSS.escape(div.dataset.chart)}`) || document.getElementById(div.dataset.chart);
-      if (!data) return;
-      const fig = JSON.parse(data.textContent);
-      Plotly.react(div, fig.data, fig.layout, CONFIG);
-    });
-  }
-
-  // htmx.onLoad runs for the initial page and for every piece of swapped-in content.
-  if (window.htmx) htmx.onLoad(draw);
-  else document.addEventListener("DOMContentLoaded", () => draw(document));
-
-  // A second click on an open cell folds it instead of loading it again.
-  document.addEventListener("htmx:beforeRequest", (event) => {
-    const key = event.detail.elt.dataset && event.detail.elt.dataset.x;
-    if (!key) return;
-    const open = document.querySelector(`tr[data-x-open="${CSS.escape(key)}"]`);
-    if (open) {
-      event.preventDefault();
-      open.remove();
-    }
-  });
+  // A grid cell opens its unit's steps in a full-width row below (htmx GET);
+  // a second click folds it. One listener instead of thousands of hx-get cells.
   document.addEventListener("click", (event) => {
-    const button = event.target.closest("[data-close-expand]");
-    if (button) button.closest("tr").remove();
+    const close = event.target.closest("[data-close-expand]");
+    if (close) return close.closest("tr").remove();
+    const link = event.target.closest("a[data-cell]");
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
+    event.preventDefault();
+    const open = document.querySelector(`tr[data-x-open="${CSS.escape(link.dataset.x)}"]`);
+    if (open) return open.remove();
+    htmx.ajax("GET", link.dataset.cell, {target: link.closest("tr"), swap: "afterend"});
   });
 })();

@@ -64,3 +64,49 @@ def make_run(db, task, user):
         return run
 
     return make
+
+
+@pytest.fixture(scope="session")
+def sim_url():
+    """The simulated model as a real HTTP server (a separate process)."""
+    from tests.servers import start_sim_server, stop
+
+    proc, url = start_sim_server()
+    yield url
+    stop(proc)
+
+
+@pytest.fixture
+def worker(transactional_db, sim_url, settings):
+    """A real Celery worker process on a queue of its own, on the test database."""
+    import uuid
+
+    from django.db import connection
+
+    from tests.servers import start_worker, stop
+
+    queue = f"agentlab-test-{uuid.uuid4().hex[:8]}"
+    settings.RUN_QUEUE = queue
+    proc = start_worker(db_name=connection.settings_dict["NAME"], queue=queue, env={"SIM_BASE_URL": sim_url})
+    yield proc
+    stop(proc)
+
+
+@pytest.fixture
+def looping_run(db, user):
+    """A finished sim run (in-process transport) that rephrases the same empty
+    search in circles under the default policy, so the watchdog interrupts it."""
+    from django.core.management import call_command
+
+    from runs import services
+    from runs.agent.sim_server import sim_client
+    from runs.models import Policy, Task
+
+    call_command("loaddemo", verbosity=0)
+    task = Task.objects.get(slug="tollby-playhouse-seats")
+    spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
+                            temperature=0.5, max_steps=12, max_tokens=50_000, seed=3,
+                            settings={"sim": {"rephrase": 1.0, "ignore_hint": 0.0, "forget": 0, "early_finish": 0,
+                                              "wrong_premise": 0}},
+                            policy=Policy.objects.get(name="default"))
+    return services.run_execute(run_id=services.run_create(owner=user, spec=spec).pk, client=sim_client())

@@ -215,12 +215,14 @@ def otlp_traces(request: HttpRequest) -> HttpResponse:
             spans = decode_protobuf(body) if proto else decode_json(load_json(body))
         except OtlpError as exc:
             raise ApiError(str(exc)) from exc
+        # A backfill may defer the per-run analysis (`manage.py analyse --source otlp` later).
+        analyse = request.headers.get("X-Agentlab-Analyse", "true").strip().lower() not in ("false", "0", "no")
         try:
-            result = services.otlp_ingest(owner=user, spans=spans)
+            result = services.otlp_ingest(owner=user, spans=spans, analyse=analyse)
         except IntegrityError:
             # Two requests created the same trace's run at once; the second
             # attempt finds it and appends.
-            result = services.otlp_ingest(owner=user, spans=spans)
+            result = services.otlp_ingest(owner=user, spans=spans, analyse=analyse)
     except ApiError as exc:
         return _otlp_reply(proto, exc.status, str(exc))
     return _otlp_reply(proto, 200, result.message(), rejected=result.rejected)

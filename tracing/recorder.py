@@ -32,7 +32,13 @@ UPDATE runs_run SET
         THEN array_append(intervention_detectors, %s::varchar) ELSE intervention_detectors END,
     intervention_tiers = CASE
         WHEN EXISTS (SELECT 1 FROM ins) AND %s::varchar IS NOT NULL AND NOT (%s::varchar = ANY(intervention_tiers))
-        THEN array_append(intervention_tiers, %s::varchar) ELSE intervention_tiers END
+        THEN array_append(intervention_tiers, %s::varchar) ELSE intervention_tiers END,
+    context_steps = CASE WHEN %s AND EXISTS (SELECT 1 FROM ins)
+        THEN array_append(context_steps, %s::integer) ELSE context_steps END,
+    context_tokens = CASE WHEN %s AND EXISTS (SELECT 1 FROM ins)
+        THEN array_append(context_tokens, %s::integer) ELSE context_tokens END,
+    truncated_steps = CASE WHEN %s AND EXISTS (SELECT 1 FROM ins)
+        THEN array_append(truncated_steps, %s::integer) ELSE truncated_steps END
 WHERE id = %s
 """
 
@@ -58,6 +64,8 @@ def record_step(run_id: int, step: StepRecord) -> None:
     meta = step.meta or {}
     detector = str(meta.get("detector") or "watchdog")[:40] if is_intervention else None
     tier = str(meta.get("tier") or "")[:10] or None if is_intervention else None
+    prompt_tokens = max(0, int(step.prompt_tokens or 0))
+    truncated = step.kind == "observation" and bool(meta.get("truncated"))
     with transaction.atomic(), connection.cursor() as cur:
         # A step is a trace record, not a payment: the commit need not wait for
         # the WAL flush (that wait was most of a step's cost, p95 9 ms -> see
@@ -81,6 +89,9 @@ def record_step(run_id: int, step: StepRecord) -> None:
                 is_intervention,
                 detector, detector, detector,
                 tier, tier, tier,
+                prompt_tokens > 0, step.index,
+                prompt_tokens > 0, prompt_tokens,
+                truncated, step.index,
                 run_id,
             ],
         )

@@ -22,3 +22,12 @@ def num(value, digits: int = 2) -> str:
         return f"{float(value):.{int(digits)}f}"
     except (TypeError, ValueError):
         return ""
+
+
+@register.filter
+def pct(value) -> str:
+    """0.0153 -> '1.5%' ('—' when there is no value)."""
+    try:
+        return f"{float(value) * 100:.1f}%"
+    except (TypeError, ValueError):
+        return "—"

@@ -1,27 +1,18 @@
 from __future__ import annotations
 
 import pytest
-from django.core.management import call_command
 
 from runs import services
 from runs.agent.sim_server import sim_client
-from runs.models import Policy, Run, Task
+from runs.models import Run
 from tracing.models import Step
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def finished_run(db, user):
-    call_command("loaddemo", verbosity=0)
-    task = Task.objects.get(slug="tollby-playhouse-seats")
-    spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
-                            temperature=0.5, max_steps=12, max_tokens=50_000, seed=3,
-                            settings={"sim": {"rephrase": 1.0, "ignore_hint": 0.0, "forget": 0, "early_finish": 0,
-                                              "wrong_premise": 0}},
-                            policy=Policy.objects.get(name="default"))
-    run = services.run_create(owner=user, spec=spec)
-    return services.run_execute(run_id=run.pk, client=sim_client())
+def finished_run(looping_run):
+    return looping_run
 
 
 def test_a_fork_at_an_interruption_continues_without_it_and_copies_nothing(finished_run, user):

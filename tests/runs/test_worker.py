@@ -3,34 +3,15 @@
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 from django.urls import reverse
 
 from runs.models import Run, Task
-from tests.servers import start_sim_server, start_worker, stop
 from tracing.models import Step
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def sim_url():
-    proc, url = start_sim_server()
-    yield url
-    stop(proc)
-
-
-@pytest.fixture
-def worker(transactional_db, sim_url, settings):
-    queue = f"agentlab-test-{uuid.uuid4().hex[:8]}"
-    settings.RUN_QUEUE = queue
-    proc = start_worker(db_name=connection.settings_dict["NAME"], queue=queue, env={"SIM_BASE_URL": sim_url})
-    yield proc
-    stop(proc)
 
 
 @pytest.fixture
@@ -104,7 +85,7 @@ def test_the_stop_button_ends_a_running_run(worker, suite, auth_client, user):
     # Rephrasing in circles with a big budget: the run would go on for a while.
     spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
                             temperature=1, max_steps=200, max_tokens=1_000_000, seed=3,
-                            settings={"sim": {"rephrase": 1.0, "early_finish": 0.0, "latency_ms": 100}})
+                            settings={"sim": {"rephrase": 1.0, "early_finish": 0.0, "latency_ms": 400}})
     [run] = services.runs_launch(owner=user, spec=spec)
     deadline = time.monotonic() + 30
     while not Step.objects.filter(run=run).exists():

@@ -220,7 +220,7 @@ def test_steps_for_a_finished_run_are_409_but_a_resend_is_fine(api):
         ([{"index": 0, "kind": "thought", "latency_ms": -1}], "latency_ms must be a finite number"),
         ([{"index": 0, "kind": "thought", "prompt_tokens": 2**40}], "prompt_tokens must be between"),
         ([{"index": 0, "kind": "action", "tool": "t" * 121}], "steps[0].tool is longer than 120"),
-        ([*_steps(0, 2), {"index": 1, "kind": "thought"}], "steps[2].index 1 is lower than steps[1].index 2"),
+        ([*_steps(0, 3), {"index": 1, "kind": "thought"}], "steps[3].index 1 is lower than steps[2].index 2"),
         ([{"index": 3, "kind": "thought"}, {"index": 3, "kind": "final"}], "steps[1].index 3 repeats"),
     ],
 )

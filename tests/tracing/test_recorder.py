@@ -57,3 +57,17 @@ def test_interventions_are_summarised_on_the_run(make_run):
     assert run.intervention_count == 3
     assert run.intervention_detectors == ["repetition", "budget"]
     assert run.intervention_tiers == ["hint", "redirect", "stop"]
+
+
+def test_context_pressure_is_summarised_on_the_run(make_run):
+    run = make_run(status="running")
+    rec = Recorder(run.pk)
+    rec(StepRecord(index=0, kind="thought", text="a", prompt_tokens=120))
+    rec(StepRecord(index=1, kind="action", tool="search", args={"q": "x"}))
+    rec(StepRecord(index=2, kind="observation", text="long", meta={"truncated": True}))
+    rec(StepRecord(index=3, kind="thought", text="b", prompt_tokens=900))
+    rec(StepRecord(index=3, kind="thought", text="again", prompt_tokens=900))  # re-delivered: no double count
+    run.refresh_from_db()
+    assert run.context_steps == [0, 3]
+    assert run.context_tokens == [120, 900]
+    assert run.truncated_steps == [2]

@@ -72,7 +72,11 @@ class Span:
         return max(0, self.end_ns - self.start_ns) / 1e6
 
     def to_payload(self) -> dict[str, Any]:
-        return asdict(self)
+        # Not dataclasses.asdict: it deep-copies every attribute value, a third
+        # of an OTLP request's time; attrs is this span's own dict already.
+        return {"trace_id": self.trace_id, "span_id": self.span_id, "parent_id": self.parent_id, "name": self.name,
+                "start_ns": self.start_ns, "end_ns": self.end_ns, "attrs": self.attrs, "status": self.status,
+                "status_message": self.status_message, "service": self.service}
 
     @classmethod
     def from_payload(cls, data: dict[str, Any]) -> Span:
@@ -114,13 +118,19 @@ def _id_hex(raw: bytes, size: int, where: str, *, required: bool) -> str:
 
 def decode_protobuf(body: bytes) -> list[Span]:
     """Spans of an ``application/x-protobuf`` ExportTraceServiceRequest."""
-    from google.protobuf.message import DecodeError
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    try:
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    except ImportError as exc:  # a deployment without opentelemetry-proto: JSON still works
+        raise OtlpError("this server cannot read protobuf OTLP (opentelemetry-proto is not installed); "
+                        "send application/json") from exc
 
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
     except DecodeError as exc:  # also invalid UTF-8 in a string field, and protobuf's own depth limit
+        if "Depth" in str(exc):
+            raise OtlpError("the protobuf body is nested too deeply (attribute values within values)") from exc
         raise OtlpError(f"the body is not an OTLP ExportTraceServiceRequest in protobuf: {exc}") from exc
     spans: list[Span] = []
     for ri, rs in enumerate(request.resource_spans):
@@ -448,9 +458,35 @@ def _genai_messages(value: Any) -> list[dict]:
     return out
 
 
+def _indexed_texts(attrs: dict, prefix: str, suffix: str) -> list[str]:
+    found = {}
+    for key, value in attrs.items():
+        if key.startswith(prefix) and key.endswith(suffix):
+            pos = key[len(prefix):-len(suffix)]
+            if pos.isdigit():
+                found[int(pos)] = _text(value)
+    return [found[p] for p in sorted(found)]
+
+
+def _message(role: str, content: str) -> dict:
+    return {"role": role, "content": content, "tool_call_id": "", "calls": [], "reasoning": ""}
+
+
 def _messages(attrs: dict, direction: str) -> list[dict]:
     found = _oi_messages(attrs, f"llm.{direction}_messages.")
-    return found or _genai_messages(attrs.get(f"gen_ai.{direction}.messages"))
+    if found:
+        return found
+    found = _genai_messages(attrs.get(f"gen_ai.{direction}.messages"))
+    if found:
+        return found
+    # Text completions (OpenInference: llm.prompts.N.prompt.text / llm.choices.N.completion.text).
+    if direction == "input":
+        return [_message("user", t) for t in _indexed_texts(attrs, "llm.prompts.", ".prompt.text")]
+    return [_message("assistant", t) for t in _indexed_texts(attrs, "llm.choices.", ".completion.text")]
+
+
+# The classic ReAct prompt ends with the newest observation: "Observation: ...\nThought:".
+_PROMPT_TAIL_RE = re.compile(r"Observation:[ \t]*((?:(?!\nObservation:).)*?)\s*\nThought:\s*$", re.S)
 
 
 # --- mapping ----------------------------------------------------------------------
@@ -466,6 +502,8 @@ class TraceState:
     # Position (ns) of the latest step-producing span mapped: a later batch with
     # an earlier span means the steps must be re-derived in order.
     last_key: int = 0
+    # Messages in the latest model call's input: the next call's new messages start here.
+    seen_inputs: int = 0
     final: bool = False
     finished: bool = False
     outcome: str = ""  # succeeded | error, once the root span is in
@@ -510,10 +548,12 @@ class RunInfo:
     prompt: str = ""
     service: str = ""
     started_ns: int = 0
+    prompt_from_root: bool = False
 
 
 def describe(spans: Iterable[Span]) -> RunInfo:
     info = RunInfo()
+    root_prompt = llm_prompt = ""
     for span, kind in sort_spans(spans):
         attrs = span.attrs
         info.started_ns = min(info.started_ns or span.start_ns, span.start_ns)
@@ -527,12 +567,15 @@ def describe(spans: Iterable[Span]) -> RunInfo:
             info.agent = str(agent or "")
         if not info.conversation_id:
             info.conversation_id = str(_first(attrs, ("gen_ai.conversation.id", "session.id")) or "")
-        if not info.prompt:
-            if kind in ("agent", "chain") and not span.parent_id:
-                info.prompt = _text(_first(attrs, ("input.value",)))
-            elif kind == "llm":
-                users = [m["content"] for m in _messages(attrs, "input") if m["role"] == "user" and m["content"]]
-                info.prompt = users[0] if users else ""
+        if kind in ("agent", "chain") and not span.parent_id and _first(attrs, ("input.value",)) is not None:
+            # The agent's own input is the task; a model call's user message may
+            # be a whole ReAct prompt around it.
+            root_prompt = _text(attrs["input.value"])
+        elif not llm_prompt and kind == "llm":
+            users = [m["content"] for m in _messages(attrs, "input") if m["role"] == "user" and m["content"]]
+            llm_prompt = users[0] if users else ""
+    info.prompt = root_prompt or llm_prompt
+    info.prompt_from_root = bool(root_prompt)
     info.agent = info.agent or info.service
     return info
 
@@ -564,11 +607,12 @@ class _Mapper:
             call_id = f"_{self.state.synthetic_calls}"
         self.state.open_calls[call_id] = [tool, index]
 
-    def take_call(self, call_id: str, tool: str | None) -> tuple[str, list] | None:
+    def take_call(self, call_id: str, tool: str | None, *, fifo: bool) -> tuple[str, list] | None:
+        """The open call a result answers: by id, else (when ``fifo``) the oldest open one of that tool."""
         calls = self.state.open_calls
         if call_id and call_id in calls:
             return call_id, calls.pop(call_id)
-        if not call_id:
+        if fifo or not call_id:
             for cid, (name, index) in calls.items():
                 if tool is None or name == tool:
                     del calls[cid]
@@ -594,15 +638,20 @@ class _Mapper:
         attrs = span.attrs
         inputs = _messages(attrs, "input")
         # Results of earlier tool calls arrive as the next call's tool-role
-        # messages (joined by id); without ids only those after the last
-        # assistant message are new.
-        last_assistant = max((i for i, m in enumerate(inputs) if m["role"] == "assistant"), default=-1)
-        for pos, msg in enumerate(inputs):
+        # messages. Only messages past the previous call's input are new (the
+        # history repeats every turn); a context that shrank (a sliding window)
+        # falls back to "after the last assistant message". New results are
+        # joined by tool-call id, else to the oldest open call: loops that
+        # rebuild their context re-key the ids (agentlab's own loop does).
+        if len(inputs) > self.state.seen_inputs:
+            start = self.state.seen_inputs
+        else:
+            start = 1 + max((i for i, m in enumerate(inputs) if m["role"] == "assistant"), default=-1)
+        self.state.seen_inputs = len(inputs)
+        for msg in inputs[start:]:
             if msg["role"] != "tool":
                 continue
-            if not msg["tool_call_id"] and pos < last_assistant:
-                continue
-            taken = self.take_call(msg["tool_call_id"], None)
+            taken = self.take_call(msg["tool_call_id"], None, fifo=True)
             if taken is None:
                 continue
             call_id, (tool, _index) = taken
@@ -610,6 +659,15 @@ class _Mapper:
             if not call_id.startswith("_"):
                 meta["tool_call_id"] = call_id
             self.emit("observation", msg["content"], tool=tool, meta=meta)
+        # Text mode: the result of an action parsed from text is only in the
+        # prompt, as its last "Observation:" block.
+        text_calls = [cid for cid in self.state.open_calls if cid.startswith("_")]
+        prompt = next((m["content"] for m in reversed(inputs) if m["role"] == "user"), "")
+        tail = _PROMPT_TAIL_RE.search(prompt[-20000:]) if text_calls and prompt else None
+        if tail:
+            tool, _index = self.state.open_calls.pop(text_calls[0])
+            self.emit("observation", tail.group(1), tool=tool,
+                      meta={"status": "ok", "source": "prompt", "span_id": span.span_id})
         turn: list[Step] = []
         outputs = [m for m in _messages(attrs, "output") if m["role"] in ("assistant", "")]
         thought = "\n".join(t for m in outputs for t in (m["reasoning"], m["content"]) if t).strip()
@@ -657,7 +715,7 @@ class _Mapper:
         call_id = str(_first(attrs, ("gen_ai.tool.call.id", "tool_call.id")) or "")
         raw_args = _first(attrs, ("gen_ai.tool.call.arguments", "input.value"))
         result = _first(attrs, ("gen_ai.tool.call.result", "output.value"))
-        taken = self.take_call(call_id, name)
+        taken = self.take_call(call_id, name, fifo=False)
         if taken is None:
             if name.lower() in FINISH_TOOLS:
                 self.call_steps({"id": call_id, "name": name, "arguments": raw_args}, span, [])

@@ -24,8 +24,11 @@ from tracing.ingest.writes import (
     Summary,
     add_to_summaries,
     append_steps,
+    copy_objects,
     copy_spans,
     copy_steps,
+    fast_commit,
+    finish_runs,
     insert_steps,
     locked_external_runs,
     reset_steps,
@@ -114,6 +117,7 @@ def runs_ingest(*, owner, requests: Sequence[RunRequest]) -> list[RunResult]:
     now = timezone.now()
     to_analyse: list[int] = []
     with transaction.atomic():
+        fast_commit()
         known = locked_external_runs(owner=owner, source=ExternalRun.Source.API, external_ids=external_ids)
         results: list[RunResult | None] = [None] * len(requests)
         fresh: list[tuple[int, RunRequest, Run]] = []
@@ -133,8 +137,8 @@ def runs_ingest(*, owner, requests: Sequence[RunRequest]) -> list[RunResult]:
                 for name, value in _finish_fields(req.finish, now).items():
                     setattr(run, name, value)
             fresh.append((pos, req, run))
-        Run.objects.bulk_create([run for _, _, run in fresh])
-        ExternalRun.objects.bulk_create(
+        copy_objects([run for _, _, run in fresh])
+        copy_objects(
             [ExternalRun(owner=owner, source=ExternalRun.Source.API, external_id=req.external_id, run=run)
              for _, req, run in fresh if req.external_id]
         )
@@ -181,6 +185,7 @@ def _all_stored(run_id: int, steps: Sequence[StepRecord]) -> bool:
 
 def run_append(*, owner, run_id: int, steps: Sequence[StepRecord]) -> Appended:
     with transaction.atomic():
+        fast_commit()
         return _append_locked(_owned_api_run(owner, run_id), steps)
 
 
@@ -243,8 +248,11 @@ def _new_otlp_run(owner, trace_id: str, spans: Sequence[Span]) -> Run:
     )
 
 
-def otlp_ingest(*, owner, spans: Sequence[Span]) -> OtlpResult:
-    """Spans -> runs and steps, one transaction; resent spans are skipped."""
+def otlp_ingest(*, owner, spans: Sequence[Span], analyse: bool = True) -> OtlpResult:
+    """Spans -> runs and steps, one transaction; resent spans are skipped.
+
+    ``analyse=False`` (a backfill) leaves finished runs for ``manage.py analyse --source otlp``.
+    """
     result = OtlpResult()
     by_trace: dict[str, dict[str, Span]] = {}
     for span in spans:
@@ -255,17 +263,18 @@ def otlp_ingest(*, owner, spans: Sequence[Span]) -> OtlpResult:
             seen[span.span_id] = span
     to_analyse: list[int] = []
     with transaction.atomic():
+        fast_commit()
         known = locked_external_runs(owner=owner, source=ExternalRun.Source.OTLP, external_ids=list(by_trace))
         fresh = [(tid, _new_otlp_run(owner, tid, list(s.values()))) for tid, s in by_trace.items() if tid not in known]
-        Run.objects.bulk_create([run for _, run in fresh])
-        created = ExternalRun.objects.bulk_create(
-            [ExternalRun(owner=owner, source=ExternalRun.Source.OTLP, external_id=tid, run=run) for tid, run in fresh]
-        )
+        copy_objects([run for _, run in fresh])
+        created = [ExternalRun(owner=owner, source=ExternalRun.Source.OTLP, external_id=tid, run=run)
+                   for tid, run in fresh]
+        copy_objects(created)
         for ext in created:
             known[ext.external_id] = ext
         fresh_ids = {tid for tid, _ in fresh}
         stored = stored_span_ids([known[tid].pk for tid in by_trace if tid not in fresh_ids])
-        span_rows, step_batches, deltas, states = [], [], [], []
+        span_rows, step_batches, deltas, states, finishes = [], [], [], [], []
         for trace_id, trace_spans in by_trace.items():
             ext = known[trace_id]
             new = [s for s in trace_spans.values() if (ext.pk, s.span_id) not in stored]
@@ -295,35 +304,40 @@ def otlp_ingest(*, owner, spans: Sequence[Span]) -> OtlpResult:
             deltas.append((ext.run_id, Summary.of(steps)))
             states.append((ext.pk, state.to_dict(), len(new)))
             result.run_ids.append(ext.run_id)
-            _update_run(ext, new, state, was_finished, to_analyse)
+            finished = _update_run(ext, new, state, was_finished, to_analyse)
+            if finished is not None:
+                finishes.append(finished)
         copy_spans(span_rows)
         # Indices come from the locked trace state, so they are new: COPY for all.
         _write_new(step_batches)
         add_to_summaries(deltas)
         save_states(states)
-    analyse_runs(to_analyse)
+        finish_runs(finishes)
+    if analyse:
+        analyse_runs(to_analyse)
     return result
 
 
 def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_finished: bool,
-                to_analyse: list[int]) -> None:
+                to_analyse: list[int]) -> tuple[int, str, str, datetime] | None:
+    """Late run fields (model, prompt) now; the finish, if this batch ended the trace, as a row for finish_runs."""
     run = ext.run
     fields: dict = {}
-    if run.model_name == UNKNOWN_MODEL or not run.prompt:
+    if ext.span_count:  # a new run already has what describe() found
         info = describe(new)
         if run.model_name == UNKNOWN_MODEL and info.model:
             fields["model_name"] = info.model[:120]
-        if not run.prompt and info.prompt:
+        # The root agent span, which ends last, names the task better than a
+        # model call's prompt taken from an earlier batch.
+        if info.prompt and (not run.prompt or (info.prompt_from_root and info.prompt != run.prompt)):
             fields["prompt"] = info.prompt
-    if state.finished and not was_finished:
-        roots = [s for s in new if not s.parent_id]
-        fields.update(
-            status=state.outcome or Run.Status.SUCCEEDED,
-            final_answer=state.final_answer,
-            finished_at=_ns_to_datetime(max((s.end_ns for s in roots), default=0)) or timezone.now(),
-        )
-        to_analyse.append(run.pk)
-    elif state.finished and run.status not in Run.LIVE_STATUSES:
-        to_analyse.append(run.pk)  # a late span changed a finished run's steps
     if fields:
         Run.objects.filter(pk=run.pk).update(**fields)
+    if state.finished and not was_finished:
+        to_analyse.append(run.pk)
+        roots = [s for s in new if not s.parent_id]
+        finished_at = _ns_to_datetime(max((s.end_ns for s in roots), default=0)) or timezone.now()
+        return (run.pk, state.outcome or Run.Status.SUCCEEDED, state.final_answer, finished_at)
+    if state.finished and run.status not in Run.LIVE_STATUSES:
+        to_analyse.append(run.pk)  # a late span changed a finished run's steps
+    return None

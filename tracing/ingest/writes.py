@@ -18,7 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import connection
+from django.contrib.postgres.fields import ArrayField
+from django.db import connection, models
 from django.utils import timezone
 
 from runs.models import Run
@@ -142,7 +143,11 @@ def copy_steps(batches: Sequence[tuple[int, Sequence[StepRecord]]]) -> int:
     now = timezone.now()
     count = 0
     connection.ensure_connection()
-    with connection.cursor() as cur, cur.cursor.copy(f"COPY tracing_step ({_STEP_COLUMNS}) FROM STDIN") as copy:
+    # wrap_database_errors: the raw psycopg COPY would otherwise raise psycopg's
+    # errors, not Django's IntegrityError / DataError that callers handle.
+    with connection.wrap_database_errors, connection.cursor() as cur, cur.cursor.copy(
+        f"COPY tracing_step ({_STEP_COLUMNS}) FROM STDIN"
+    ) as copy:
         for run_id, steps in batches:
             for row in _rows(run_id, steps, now):
                 copy.write_row(row)
@@ -240,6 +245,64 @@ def reset_steps(run_id: int) -> None:
     )
 
 
+def _column_getter(f):
+    """How one field's value goes into COPY: plain attributes where psycopg adapts them
+    itself (the general get_db_prep_save path is most of the cost), Django's own
+    preparation for anything else."""
+    if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
+        return lambda obj: f.pre_save(obj, True)
+    if isinstance(f, models.JSONField):
+        return lambda obj: _json(getattr(obj, f.attname))
+    if isinstance(f, (models.CharField, models.TextField, models.IntegerField, models.FloatField,
+                      models.BooleanField, models.DateTimeField, models.ForeignKey, ArrayField)):
+        return lambda obj: getattr(obj, f.attname)
+    return lambda obj: f.get_db_prep_save(f.pre_save(obj, True), connection)
+
+
+def copy_objects(objects: Sequence) -> None:
+    """Insert new model instances of one model with COPY, setting their primary keys.
+
+    Django's bulk_create compiles a parameter per field per row: for the 40-odd
+    columns of runs_run that is most of a bulk request's time. Ids come from
+    the table's sequence first, so the instances are usable (FKs) afterwards.
+    Every concrete field is written as Django would (defaults, auto_now_add).
+    """
+    if not objects:
+        return
+    model = type(objects[0])
+    meta = model._meta
+    table = meta.db_table
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [table, meta.pk.column, len(objects)],
+        )
+        for obj, (pk,) in zip(objects, cur.fetchall(), strict=True):
+            obj.pk = pk
+        columns = ", ".join(connection.ops.quote_name(f.column) for f in [meta.pk, *fields])
+        getters = [_column_getter(f) for f in fields]
+        with connection.wrap_database_errors, cur.cursor.copy(
+            f"COPY {connection.ops.quote_name(table)} ({columns}) FROM STDIN"
+        ) as copy:
+            for obj in objects:
+                copy.write_row([obj.pk, *(get(obj) for get in getters)])
+    for obj in objects:
+        obj._state.adding = False
+        obj._state.db = "default"
+
+
+def fast_commit() -> None:
+    """Inside an ingestion transaction: do not wait for the WAL flush at commit.
+
+    Same trade as tracing.recorder: a trace record, not a payment. A Postgres
+    crash can lose the last fraction of a second of ingested steps (the client
+    resends; writes are idempotent) but never corrupts or half-writes a batch.
+    """
+    with connection.cursor() as cur:
+        cur.execute("SET LOCAL synchronous_commit TO OFF")
+
+
 # --- spans and trace state --------------------------------------------------------
 
 
@@ -253,7 +316,7 @@ def copy_spans(rows: Sequence[tuple[int, str, dict]]) -> None:
     if not rows:
         return
     connection.ensure_connection()
-    with connection.cursor() as cur, cur.cursor.copy(
+    with connection.wrap_database_errors, connection.cursor() as cur, cur.cursor.copy(
         "COPY tracing_ingestedspan (trace_id, span_id, payload) FROM STDIN"
     ) as copy:
         for trace_id, span_id, payload in rows:
@@ -274,10 +337,40 @@ def save_states(rows: Sequence[tuple[int, dict, int]]) -> None:
         )
 
 
+def finish_runs(rows: Sequence[tuple[int, str, str, datetime]]) -> None:
+    """(run id, status, final answer, finished at) for runs still live, in one statement."""
+    if not rows:
+        return
+    values = ", ".join(["(%s::bigint, %s::varchar, %s::text, %s::timestamptz)"] * len(rows))
+    with connection.cursor() as cur:
+        cur.execute(
+            "UPDATE runs_run r SET status = v.status, final_answer = v.answer, finished_at = v.at "
+            f"FROM (VALUES {values}) AS v(id, status, answer, at) "
+            "WHERE r.id = v.id AND r.status IN ('queued', 'running')",
+            [v for row in rows for v in (row[0], row[1], _clean(row[2]), row[3])],
+        )
+
+
+def _lock_key(owner_id: int, source: str, external_id: str) -> int:
+    digest = hashlib.blake2b(f"{owner_id}:{source}:{external_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 def locked_external_runs(*, owner, source: str, external_ids: Sequence[str]) -> dict[str, ExternalRun]:
+    """The user's ExternalRuns for these ids, each locked for this transaction, found or not.
+
+    An advisory lock per id (taken in sorted order, so two requests cannot
+    deadlock) makes a concurrent request for the same trace wait until this one
+    commits, then find the run this one created instead of creating it again.
+    """
+    if external_ids:
+        keys = sorted({_lock_key(owner.pk, source, e) for e in external_ids})
+        with connection.cursor() as cur:
+            cur.execute("SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT unnest(%s::bigint[]) AS k) s", [keys])
     rows = (
         ExternalRun.objects.select_for_update(of=("self",))
         .select_related("run")
+        .only("id", "external_id", "state", "span_count", "run_id", "run__status", "run__model_name", "run__prompt")
         .filter(owner=owner, source=source, external_id__in=list(external_ids))
     )
     return {row.external_id: row for row in rows}

@@ -5,7 +5,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from runs import services
-from runs.models import Run, Task
+from runs.models import Policy, Run, Task
 
 
 class Command(BaseCommand):
@@ -20,6 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--temperature", type=float, default=0.7)
         parser.add_argument("--max-steps", type=int, default=15)
         parser.add_argument("--max-tokens", type=int, default=20_000)
+        parser.add_argument("--policy", default="default", help="watchdog policy name (latest version), or 'off'")
         parser.add_argument("--wait", action="store_true", help="wait for the runs to end and print outcomes")
         parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait with --wait")
 
@@ -38,7 +39,13 @@ class Command(BaseCommand):
         mode = opts["mode"] or ("text" if provider == "local" else "tools")
         if provider == "local" and mode == "tools":
             raise CommandError("the local model has no tool calling: use --mode text")
+        policy = None
+        if opts["policy"] != "off":
+            policy = Policy.objects.filter(name=opts["policy"]).order_by("-version").first()
+            if policy is None:
+                raise CommandError(f"unknown policy {opts['policy']!r} (or 'off')")
         spec = services.RunSpec(
+            policy=policy,
             task=task,
             prompt=task.prompt,
             provider=provider,
