@@ -19,7 +19,7 @@ services:
 
 demo: setup services
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py loaddemo
+	$(PY) manage.py loaddemo --runs 30
 	PORT=$(PORT) bash scripts/demo.sh
 
 test: setup services

@@ -42,10 +42,13 @@ def seed() -> tuple[int, int]:
             str(t.pk), t.prompt, "\\N", "\\N", "agentlab", "sim", rng.choice(["sim", "gpt-4o-mini", "gemma-3-270m"]), "",
             "0.7", rng.choice(["tools", "text"]), "15", "20000", str(i), "{}", status, "f", "", "", "x",
             rng.choice(["t", "f"]), created, created, created, "", str(rng.randint(3, 60)), "1000", "100", "50.0",
+            "0", "{}", "{}", str(rng.randint(1, 9)) if rng.random() < 0.2 else "\\N", "", "{}", "{}", "{}", "{}",
         ]) + "\n")
     cols = ("task_id, prompt, group_id, owner_id, source, provider, model_name, base_url, temperature, mode, max_steps, "
             "max_tokens, seed, settings, status, stop_requested, stopped_by, reason, final_answer, success, created_at, "
-            "started_at, finished_at, celery_id, step_count, prompt_tokens, completion_tokens, latency_ms")
+            "started_at, finished_at, celery_id, step_count, prompt_tokens, completion_tokens, latency_ms, "
+            "intervention_count, intervention_detectors, intervention_tiers, first_anchor_break, anchor_reason, "
+            "anchor_evidence, context_steps, context_tokens, truncated_steps")
     with connection.cursor() as cur, cur.connection.cursor().copy(f"COPY runs_run ({cols}) FROM STDIN") as copy:
         copy.write(buf.getvalue())
     with connection.cursor() as cur:
@@ -58,6 +61,11 @@ def seed() -> tuple[int, int]:
                                  tool="search" if kind != "thought" else None,
                                  args={"query": f"q {i}"} if kind == "action" else None,
                                  meta={"status": "ok"} if kind == "observation" else {}, prompt_tokens=300 + i))
+    # The run page's highlights: an anchor break and scores, as run_analyse stores them.
+    from runs.services import run_analyse
+
+    run_analyse(big.pk, recompute_signals=True)
+    Run.objects.filter(pk=big.pk).update(first_anchor_break=150, anchor_reason="bench: a break half-way down")
     return big.pk, tasks[3].pk
 
 
@@ -93,6 +101,7 @@ def main() -> None:
         "run list, task filter": "/runs/?task=task-3",
         "run list, model + mode": "/runs/?model=gpt-4o-mini&mode=text",
         "run list, task + status + date range": "/runs/?task=task-5&status=failed&since=2026-03-01&until=2026-06-30",
+        "run list, lost anchor": "/runs/?anchor=broken",
     }
     print(f"{'case':42} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}")
     for name, url in cases.items():

@@ -97,3 +97,31 @@ def test_the_command_imports_a_real_source(tmp_path):
     with pytest.raises(CommandError, match="1 line"):
         call_command("importjsonl", str(bad))
     assert Run.objects.filter(source="mine").count() == 1
+
+
+def test_loaddemo_is_idempotent_and_seeds_demo_runs_once(db):
+    call_command("loaddemo", runs=3, verbosity=0)
+    call_command("loaddemo", runs=3, verbosity=0)
+    from runs.models import Document, Policy, Task
+
+    assert Task.objects.count() >= 20 and Document.objects.exists()
+    assert Policy.objects.filter(name="default").count() == 1
+    assert Run.objects.count() == 3
+    assert all(r.status in ("succeeded", "failed", "stopped") for r in Run.objects.all())
+
+
+def test_analyse_recomputes_signals_and_anchoring(db):
+    call_command("importjsonl", *[str(p) for p in [EVAL / "react_exemplars" / "runs.jsonl"]], verbosity=0) \
+        if EVAL.exists() else None
+    upload_run = Run.objects.create(prompt="Where was he born?", status="succeeded")
+    from tracing.recorder import record_step
+    from tracing.steps import Step as StepRecord
+
+    record_step(upload_run.pk, StepRecord(index=0, kind="observation", text="He was born in Calder Bay."))
+    record_step(upload_run.pk, StepRecord(index=1, kind="thought", text="He was born in Haiyan."))
+    call_command("analyse", run=[upload_run.pk], verbosity=0)
+    upload_run.refresh_from_db()
+    assert upload_run.first_anchor_break == 1
+    assert "signals" in Step.objects.get(run=upload_run, index=0).meta
+    with pytest.raises(CommandError, match="say which runs"):
+        call_command("analyse")

@@ -81,3 +81,22 @@ def test_htmx_next_page_returns_rows_only(auth_client, make_run):
     body = response.content.decode()
     assert "<table" not in body
     assert body.count("<tr>") == 5
+
+
+def test_it_filters_by_intervention_detector_tier_and_anchoring(auth_client, make_run):
+    calm = make_run()
+    hinted = make_run(intervention_count=1, intervention_detectors=["repetition"], intervention_tiers=["hint"])
+    stopped = make_run(intervention_count=2, intervention_detectors=["budget"], intervention_tiers=["stop"],
+                       first_anchor_break=4, anchor_reason="x")
+
+    def ids(**params):
+        return {r.pk for r in auth_client.get(URL, params).context["runs"]}
+
+    assert ids(intervened="yes") == {hinted.pk, stopped.pk}
+    assert ids(intervened="no") == {calm.pk}
+    assert ids(detector="repetition") == {hinted.pk}
+    assert ids(tier="stop") == {stopped.pk}
+    assert ids(anchor="broken") == {stopped.pk}
+    assert ids(anchor="kept") == {calm.pk, hinted.pk}
+    body = auth_client.get(URL).content.decode()
+    assert f'href="/runs/{stopped.pk}/#step-4"' in body  # the anchor column jumps to the break

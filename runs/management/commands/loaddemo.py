@@ -14,10 +14,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--runs", type=int, default=0,
-                            help="also execute this many simulated runs in-process so the pages have data")
+                            help="when there are no runs yet, execute this many simulated runs in-process so the "
+                                 "pages have data")
+
+    def handle(self, *args, **opts):
+        from runs.models import Run
+
+        demo = self._load()
+        # After the suite is committed: each demo run commits its own steps.
+        if opts["runs"] and not Run.objects.exists():
+            self._demo_runs(opts["runs"], demo)
 
     @transaction.atomic
-    def handle(self, *args, **opts):
+    def _load(self):
         tasks, documents = load_suite()
         for t in tasks:
             Task.objects.update_or_create(
@@ -52,20 +61,21 @@ class Command(BaseCommand):
             demo.save()
         self.stdout.write(f"loaded {len(tasks)} tasks, {len(documents)} documents, "
                           f"{len(BUILTIN_POLICIES)} policies; user demo/demo")
-        if opts["runs"]:
-            transaction.on_commit(lambda: self._demo_runs(opts["runs"], demo))
+        return demo
 
     def _demo_runs(self, count: int, owner) -> None:
         from runs import services
         from runs.agent.sim_server import sim_client
 
         tasks = list(Task.objects.all())
+        policy = Policy.objects.latest_versions().filter(name="default").first()
         for i in range(count):
             task = tasks[i % len(tasks)]
+            # Every other run gets the behaviour knobs that make the failure modes show.
+            knobs = {"rephrase": 0.8, "forget": 0.3, "wrong_premise": 0.5} if i % 2 else {}
             spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim",
-                                    mode="tools" if i % 2 == 0 else "text", temperature=0.7, max_steps=15,
-                                    max_tokens=20000, seed=1000 + i,
-                                    policy=Policy.objects.filter(name="default").first())
+                                    mode="tools" if i % 3 else "text", temperature=0.7, max_steps=15,
+                                    max_tokens=20000, seed=1000 + i, settings={"sim": knobs}, policy=policy)
             run = services.run_create(owner=owner, spec=spec)
             # The in-process sim transport: the demo data exists before any server is up.
             services.run_execute(run_id=run.pk, client=sim_client())
