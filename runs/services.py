@@ -351,7 +351,8 @@ def _sync_review_items(run_id: int) -> None:
 
 def run_finish(*, run_id: int, outcome: Outcome) -> Run:
     run = Run.objects.select_related("task").get(pk=run_id)
-    success = score_answer(run.task, outcome.final_answer)
+    # An infrastructure error says nothing about the agent: leave it unscored.
+    success = None if outcome.status == "error" else score_answer(run.task, outcome.final_answer)
     Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
         status=outcome.status,
         final_answer=outcome.final_answer or "",

