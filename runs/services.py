@@ -292,8 +292,10 @@ def analyse_records(records: list[StepRecord], *, prompt: str, policy=None, reco
     """The anchor report and (optionally) the watchdog's signals for a step
     sequence, written into each record's meta. Pure: callers store the result."""
     from tracing.anchoring import anchor_report
+    from tracing.course import course_changes
 
     report = anchor_report(records, task=prompt)
+    courses = course_changes(records)
     signals = {}
     if recompute_signals:
         watchdog = Watchdog(policy or OFF_POLICY, goal=prompt)
@@ -310,6 +312,8 @@ def analyse_records(records: list[StepRecord], *, prompt: str, policy=None, reco
                 meta["signals"] = signals[record.index]
             else:
                 meta.pop("signals", None)
+        if record.index in courses:
+            meta["course"] = courses[record.index]
         record.meta = meta
     return report
 

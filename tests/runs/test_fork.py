@@ -82,3 +82,10 @@ def test_the_fork_page_shows_the_inherited_steps(finished_run, user, auth_client
     body = auth_client.get(fork.get_absolute_url()).content.decode()
     assert f"run <a href=\"/runs/{finished_run.pk}/\">{finished_run.pk}</a>" in body
     assert 'id="step-0"' in body and 'id="step-4"' in body
+
+
+def test_the_run_page_says_whether_the_agent_changed_course_after_a_hint(looping_run, auth_client):
+    hint = Step.objects.filter(run=looping_run, kind="intervention", meta__tier="hint").first()
+    assert hint.meta["course"]["changed"] is True  # the sim obeys hints (ignore_hint=0)
+    body = auth_client.get(looping_run.get_absolute_url()).content.decode()
+    assert "changed course ✓" in body
