@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tracing.anchoring.relation import wrong_relation
 from tracing.anchoring.salience import (
     FILLER_WORDS,
     ZH_COMMON,
@@ -47,6 +48,16 @@ from tracing.normalize import action_key, jaccard, tokens
 from tracing.steps import Step
 
 # --- thresholds -------------------------------------------------------------
+
+# Unit conversions an agent computes with but no page states (minutes in an
+# hour, hours in a day, ...): using them is arithmetic, not an invented fact.
+CONVERSION_NUMBERS = frozenset({"60", "24", "7", "12", "100", "1000", "365"})
+# Number words that back the digits a thought writes for them.
+NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "twice": 2, "double": 2, "pair": 2, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4,
+    "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
+}
 
 # An entity counts as observed when at least this share of its words occurs in
 # the evidence: "Mussolini" for "Benito Amilcare Andrea Mussolini" passes, so
@@ -173,7 +184,7 @@ AGENT_KINDS = ("thought", "action", "final")
 # more about use of the observation than a shared common word.
 UNIT_WEIGHTS = {"n": 2.0, "i": 2.0, "e": 2.0, "c": 1.0, "t": 1.0}
 
-PATTERNS = ("unsupported_claim", "unconfirmed_success", "requery", "ignored_observation")
+PATTERNS = ("unsupported_claim", "wrong_relation", "unconfirmed_success", "requery", "ignored_observation")
 # When two patterns hit the same step, the more specific reason is reported.
 _PRIORITY = {name: pos for pos, name in enumerate(PATTERNS)}
 
@@ -265,7 +276,7 @@ class _Evidence:
 
     def __init__(self) -> None:
         self.words: set[str] = set()
-        self.numbers: set[str] = set()
+        self.numbers: set[str] = set(CONVERSION_NUMBERS)
         self.ids: set[str] = set()
         # Words that head an identifier somewhere ("potato" in "potato 3"):
         # for those the exact identifier must have been observed.
@@ -276,6 +287,9 @@ class _Evidence:
     def add(self, sal: Salient) -> None:
         self.words |= sal.words
         self.numbers |= sal.numbers
+        # "two adults" backs a later "2 x 12.40"; 两名成人 likewise.
+        self.numbers.update(str(NUMBER_WORDS[w]) for w in sal.words if w in NUMBER_WORDS)
+        self.numbers.update(str(NUMBER_WORDS[ch]) for piece in sal.cjk for ch in piece if ch in NUMBER_WORDS)
         self.ids |= sal.ids
         self.id_heads.update(i.split(" ")[0] for i in sal.ids if " " in i)
         self.prefixes.update(w[:STEM_CHARS] for w in sal.words if len(w) >= STEM_CHARS + 1 and w.isalpha())
@@ -441,9 +455,11 @@ def anchor_report(steps: Sequence[Step], task: str = "", *, similarity: Similari
         ev.update(observation_step=last.step.index, observation=_quote(last.step.text or ""))
         breaks.append(Break(step=turn_first, pattern="ignored_observation", reason=reason, evidence=ev))
 
+    observed: list[tuple[int, str]] = []  # (index, text) of observations so far
     for step in ordered:
         kind = step.kind
         if kind == "observation":
+            observed.append((step.index, step.text or ""))
             close_turn()
             sal = extract(step.text or "")
             failed = is_failure(step)
@@ -511,6 +527,10 @@ def anchor_report(steps: Sequence[Step], task: str = "", *, similarity: Similari
                 off_query=off_query,
             )
             evidence.add(sal)
+            # The call's status is observed too: "Timeout" after a timed-out search is no invention.
+            status = (step.meta or {}).get("status")
+            if isinstance(status, str) and status:
+                evidence.words.add(status.lower())
             turn_units = set()
             turn_texts = []
             turn_thoughts = []
@@ -552,6 +572,8 @@ def anchor_report(steps: Sequence[Step], task: str = "", *, similarity: Similari
             turn_thoughts.append((step.index, text))
         elif _is_final(step):
             _check_final(step, text, evidence, breaks, turn_thoughts)
+            if not any(b.step >= (turn_first if turn_first is not None else step.index) for b in breaks):
+                _check_relation(step, text, task or "", observed, breaks, turn_thoughts)
         if kind == "action" and not _is_final(step):
             earlier = _find_requery(step, history, changed_at)
             if earlier is not None:
@@ -691,6 +713,26 @@ def _check_final(
             breaks.append(Break(step=index, pattern="unsupported_claim", reason=reason, evidence=ev))
             return
     _add_claim_break(step, "final answer", answer, missing, None, breaks)
+
+
+def _check_relation(step: Step, text: str, task: str, observed: list[tuple[int, str]], breaks: list[Break],
+                    turn_thoughts: list[tuple[int, str]]) -> None:
+    answer = step.args if isinstance(step.args, str) and step.args.strip() else text
+    if isinstance(step.args, dict) and len(step.args) == 1:
+        answer = str(next(iter(step.args.values())))
+    slip = wrong_relation(task, answer, observed)
+    if slip is None:
+        return
+    # The slip happened where the reasoning first took the value up.
+    needle = answer.strip().lower()
+    at = next((i for i, thought in turn_thoughts if needle and needle in thought.lower()), step.index)
+    who = f"the thought at step {at}" if at != step.index else f"the final answer at step {step.index}"
+    reason = (
+        f"the observation at step {slip['observation']} ties {', '.join(slip['cues'])} to {slip['rival']} "
+        f"({_quote(slip['other_sentence'], 90)}); {who} takes {_quote(answer.strip(), 40)} from "
+        f"{_quote(slip['answer_sentence'], 90)}, which says nothing about it"
+    )
+    breaks.append(Break(step=at, pattern="wrong_relation", reason=reason, evidence={**slip, "final_step": step.index}))
 
 
 def _surface(unit: str, sentence: str) -> str:

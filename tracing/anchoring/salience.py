@@ -330,8 +330,14 @@ def extract(text: str) -> Salient:
         if words:
             # Possessives name the same thing: "Flydubai's" is "Flydubai".
             lowered = tuple(re.sub(r"['’]s$", "", w.lower()) for w in words)
-            # A lone "So" / "Now" / "It" is a sentence opener, not a name.
-            if not (len(lowered) == 1 and (lowered[0] in EN_STOP_WORDS or lowered[0] in FILLER_WORDS)):
+            # A lone "So" / "Now" / "It" is a sentence opener, not a name; so is
+            # a lone sentence-initial verb form ("Retrying.", "Checked the drawer").
+            opener = len(lowered) == 1 and (
+                lowered[0] in EN_STOP_WORDS
+                or lowered[0] in FILLER_WORDS
+                or (span_sentence_start and len(lowered[0]) > 5 and lowered[0].endswith(("ing", "ed")))
+            )
+            if not opener:
                 out.entities.append(lowered)
         span = []
         pending_connectors = []
