@@ -68,11 +68,15 @@ def seed() -> None:
             created, created, created, "", str(steps), str(steps * 300), str(steps * 40), str(steps * 50.0),
             str(len(d)), "{" + ",".join(d) + "}", "{" + ",".join(tiers) + "}",
             str(rng.randint(1, steps)) if rng.random() < 0.2 else "\\N", "", "{}",
+            "{" + ",".join(str(j) for j in range(0, steps, 3)) + "}",
+            "{" + ",".join(str(300 + 120 * k) for k in range(len(range(0, steps, 3)))) + "}",
+            "{" + ",".join(str(j) for j in range(2, steps, 3) if rng.random() < 0.05) + "}",
         ]) + "\n")
     _copy("runs_run", "id, prompt, source, provider, model_name, base_url, temperature, mode, max_steps, max_tokens, "
           "settings, status, stop_requested, stopped_by, reason, final_answer, success, created_at, started_at, "
           "finished_at, celery_id, step_count, prompt_tokens, completion_tokens, latency_ms, intervention_count, "
-          "intervention_detectors, intervention_tiers, first_anchor_break, anchor_reason, anchor_evidence", runs)
+          "intervention_detectors, intervention_tiers, first_anchor_break, anchor_reason, anchor_evidence, "
+          "context_steps, context_tokens, truncated_steps", runs)
     with connection.cursor() as cur:
         cur.execute("SELECT setval('runs_run_id_seq', %s)", [N_RUNS + 1])
     written = 0
