@@ -106,7 +106,7 @@ def tokens(text: str) -> tuple[str, ...]:
 
     for run in _TOKEN_RE.findall(text.lower()):
         if _CJK_CHAR_RE.match(run):
-            for piece in _split_cjk(run):
+            for piece in split_cjk(run):
                 if len(piece) == 1:
                     add(piece)
                 else:
@@ -119,7 +119,8 @@ def tokens(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _split_cjk(run: str) -> list[str]:
+def split_cjk(run: str) -> list[str]:
+    """A CJK run cut at its function characters (的, 了, 是...)."""
     pieces: list[str] = []
     start = 0
     for i, ch in enumerate(run):
@@ -189,7 +190,7 @@ def content_tokens(text: str | None, max_chars: int = MAX_TEXT_CHARS) -> list[st
     out: list[str] = []
     for run in runs:
         if _CJK_CHAR_RE.match(run):
-            for piece in _split_cjk(run):
+            for piece in split_cjk(run):
                 if len(piece) == 1:
                     out.append(piece)
                 else:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from tracing.normalize import EN_STOP_WORDS, ZH_STOP_CHARS, ZH_STOP_WORDS
+from tracing.normalize import EN_STOP_WORDS, ZH_STOP_WORDS, split_cjk
 
 # Text beyond this is not scanned: a 1 MB observation is page dump, and what an
 # agent can take up from it sits in the part its context window saw anyway.
@@ -288,17 +288,7 @@ class Salient:
         return {u for u in self.units if not u.startswith("t:")}
 
 
-def _cjk_pieces(run: str) -> list[str]:
-    pieces: list[str] = []
-    start = 0
-    for i, ch in enumerate(run):
-        if ch in ZH_STOP_CHARS:
-            if i > start:
-                pieces.append(run[start:i])
-            start = i + 1
-    if start < len(run):
-        pieces.append(run[start:])
-    return pieces
+
 
 
 def extract(text: str) -> Salient:
@@ -354,7 +344,7 @@ def extract(text: str) -> Salient:
             if span:
                 close_span()
             prev_word = None
-            for piece in _cjk_pieces(run):
+            for piece in split_cjk(run):
                 out.cjk_pieces.append(piece)
                 if len(piece) == 1:
                     out.words.add(piece)
