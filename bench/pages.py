@@ -102,6 +102,9 @@ def main() -> None:
         "run list, model + mode": "/runs/?model=gpt-4o-mini&mode=text",
         "run list, task + status + date range": "/runs/?task=task-5&status=failed&since=2026-03-01&until=2026-06-30",
         "run list, lost anchor": "/runs/?anchor=broken",
+        "run list, sorted by steps": "/runs/?sort=-steps",
+        "run list, sorted by tokens": "/runs/?sort=tokens",
+        "run list, steps-sorted + status": "/runs/?sort=-steps&status=failed",
     }
     print(f"{'case':42} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}")
     for name, url in cases.items():

@@ -213,6 +213,9 @@ class Run(models.Model):
         indexes = [
             # The run list: newest first, keyset on (created_at, id).
             models.Index(fields=["-created_at", "-id"], name="run_list_idx"),
+            # The list sorted by size: keysets on (steps, id) and (tokens, id).
+            models.Index(fields=["step_count", "id"], name="run_steps_idx"),
+            models.Index(models.F("prompt_tokens") + models.F("completion_tokens"), "id", name="run_tokens_idx"),
             models.Index(fields=["status", "-created_at", "-id"], name="run_status_idx"),
             models.Index(fields=["task", "-created_at", "-id"], name="run_task_idx"),
             models.Index(fields=["model_name", "-created_at", "-id"], name="run_model_idx"),

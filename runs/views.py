@@ -6,7 +6,7 @@ from datetime import datetime
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q
+from django.db.models import F, Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -47,29 +47,43 @@ class RunFilterForm(forms.Form):
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     before = forms.CharField(required=False, max_length=80)
+    sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
+                             required=False)
+
+
+# Sortable columns of the run list: URL name -> model field. Every sort is a
+# keyset on (field, id), each backed by an index (see Run.Meta).
+SORT_FIELDS = {"created": "created_at", "steps": "step_count", "tokens": "tokens_total"}
 
 
 def _get_run(request: HttpRequest, run_id: int) -> Run:
     return get_object_or_404(Run.objects.for_user(request.user).select_related("task", "policy"), pk=run_id)
 
 
-def _parse_cursor(raw: str) -> tuple[datetime, int] | None:
-    ts, _, pk = raw.rpartition("_")
+def _parse_cursor(raw: str, field: str) -> tuple[datetime | int, int] | None:
+    value, _, pk = raw.rpartition("_")
     try:
-        return datetime.fromisoformat(ts), int(pk)
+        return (datetime.fromisoformat(value) if field == "created_at" else int(value)), int(pk)
     except ValueError:
         return None
 
 
-def _cursor(run: Run) -> str:
-    return f"{run.created_at.isoformat()}_{run.pk}"
+def _cursor(run: Run, field: str) -> str:
+    value = getattr(run, field)
+    return f"{value.isoformat() if field == 'created_at' else value}_{run.pk}"
 
 
 @login_required
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
     form = RunFilterForm(request.GET)
-    qs = Run.objects.for_user(request.user).select_related("task", "policy").order_by("-created_at", "-id")
+    sort = form.data.get("sort") or "-created"
+    descending = sort.startswith("-")
+    field = SORT_FIELDS.get(sort.lstrip("-"), "created_at")
+    qs = Run.objects.for_user(request.user).select_related("task", "policy").annotate(
+        tokens_total=F("prompt_tokens") + F("completion_tokens")
+    )
+    qs = qs.order_by(f"-{field}", "-id") if descending else qs.order_by(field, "id")
     if form.is_valid():
         data = form.cleaned_data
         if data["status"]:
@@ -107,12 +121,13 @@ def run_list(request: HttpRequest) -> HttpResponse:
         if data["until"]:
             qs = qs.filter(created_at__date__lte=data["until"])
         if data["before"]:
-            cursor = _parse_cursor(data["before"])
+            cursor = _parse_cursor(data["before"], field)
             if cursor is None:
                 form.add_error("before", "Not a page cursor; start from the first page.")
             else:
-                ts, pk = cursor
-                qs = qs.filter(Q(created_at__lt=ts) | Q(created_at=ts, id__lt=pk))
+                value, pk = cursor
+                op = "lt" if descending else "gt"
+                qs = qs.filter(Q(**{f"{field}__{op}": value}) | Q(**{field: value, f"id__{op}": pk}))
     else:
         qs = qs.none()
     page = list(qs[: RUNS_PER_PAGE + 1])
@@ -120,18 +135,32 @@ def run_list(request: HttpRequest) -> HttpResponse:
     params = request.GET.copy()
     next_query = ""
     if has_more:
-        params["before"] = _cursor(runs[-1])
+        params["before"] = _cursor(runs[-1], field)
         next_query = params.urlencode()
     context = {
         "form": form,
         "runs": runs,
         "next_query": next_query,
+        "sort_links": _sort_links(request, sort),
         "tasks": Task.objects.only("slug"),
         "now": timezone.now(),
     }
     if request.htmx and request.htmx.target == "run-rows":
         return render(request, "runs/_run_rows.html", context)
     return render(request, "runs/list.html", context)
+
+
+def _sort_links(request: HttpRequest, current: str) -> dict[str, dict[str, str]]:
+    """Per sortable column: the URL that sorts by it (descending first, then
+    ascending) and the arrow showing the current order."""
+    links = {}
+    for name in SORT_FIELDS:
+        params = request.GET.copy()
+        params.pop("before", None)
+        params["sort"] = name if current == f"-{name}" else f"-{name}"
+        arrow = "▼" if current == f"-{name}" else "▲" if current == name else ""
+        links[name] = {"url": "?" + params.urlencode(), "arrow": arrow}
+    return links
 
 
 def _steps_after(run: Run, after: int, limit: int = STEPS_PER_PAGE) -> list[Step]:
