@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 EVAL_DIR = ROOT.parent / "shared" / "eval"
 
 
@@ -42,3 +45,27 @@ def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     rank = max(1, -(-len(ordered) * p // 100))
     return ordered[int(rank) - 1]
+
+
+@contextlib.contextmanager
+def running_stack(db_name: str, concurrency: int) -> Iterator[str]:
+    """A scratch database with the demo suite, the sim server and a Celery
+    worker on a queue of its own; yields the queue name."""
+    import uuid
+
+    ensure_database(db_name)
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from tests.servers import start_sim_server, start_worker, stop
+
+    call_command("loaddemo", verbosity=0)
+    sim, sim_url = start_sim_server()
+    queue = f"agentlab-bench-{uuid.uuid4().hex[:6]}"
+    settings.RUN_QUEUE = queue
+    worker = start_worker(db_name=db_name, queue=queue, env={"SIM_BASE_URL": sim_url}, concurrency=concurrency)
+    try:
+        yield queue
+    finally:
+        stop(worker)
+        stop(sim)

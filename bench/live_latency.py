@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 
 import _django
 
@@ -25,24 +24,18 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-b
 
 
 def main() -> None:
-    _django.ensure_database(DB)
-    from django.conf import settings
-    from django.core.management import call_command
+    with _django.running_stack(DB, concurrency=1) as queue:
+        measure(queue)
 
-    sys.path.insert(0, str(_django.ROOT))
-    from tests.servers import free_port, start_sim_server, start_worker, stop, wait_http
 
-    call_command("loaddemo", verbosity=0)
+def measure(queue: str) -> None:
     from playwright.sync_api import sync_playwright
 
     from runs import services
     from runs.models import Run, Task
+    from tests.servers import free_port, wait_http
     from tracing.models import Step
 
-    sim, sim_url = start_sim_server()
-    queue = f"agentlab-bench-{uuid.uuid4().hex[:6]}"
-    settings.RUN_QUEUE = queue
-    worker = start_worker(db_name=DB, queue=queue, env={"SIM_BASE_URL": sim_url}, concurrency=1)
     port = free_port()
     web = subprocess.Popen([sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"],
                            cwd=_django.ROOT, env={**os.environ, "DB_NAME": DB, "RUN_QUEUE": queue},
@@ -83,8 +76,6 @@ def main() -> None:
               f"p95 {_django.percentile(delays, 95):.2f} s, max {max(delays):.2f} s  (target <= 1.5 s)")
     finally:
         web.terminate()
-        stop(worker)
-        stop(sim)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 import time
-import uuid
 
 import _django
 
@@ -20,24 +19,13 @@ DB = "agentlab_bench_throughput"
 
 
 def main(runs: int) -> None:
-    _django.ensure_database(DB)
-    from django.conf import settings
-    from django.core.management import call_command
-    from django.db.models import Max, Min
+    with _django.running_stack(DB, concurrency=2):
+        from django.db.models import Count, Max, Min
 
-    sys.path.insert(0, str(_django.ROOT))
-    from tests.servers import start_sim_server, start_worker, stop
+        from runs import services
+        from runs.models import Run, Task
+        from tracing.models import Step
 
-    call_command("loaddemo", verbosity=0)
-    from runs import services
-    from runs.models import Run, Task
-    from tracing.models import Step
-
-    sim, sim_url = start_sim_server()
-    queue = f"agentlab-bench-{uuid.uuid4().hex[:6]}"
-    settings.RUN_QUEUE = queue
-    worker = start_worker(db_name=DB, queue=queue, env={"SIM_BASE_URL": sim_url}, concurrency=2)
-    try:
         time.sleep(3)  # let the worker connect before the clock starts
         tasks = list(Task.objects.all())
         t0 = time.time()
@@ -51,14 +39,11 @@ def main(runs: int) -> None:
             time.sleep(0.2)
         agg = Step.objects.aggregate(first=Min("created_at"), last=Max("created_at"))
         elapsed = agg["last"].timestamp() - t0
-        statuses = dict(Run.objects.values_list("status").annotate(n=__import__("django.db.models", fromlist=["Count"]).Count("id")))
+        statuses = dict(Run.objects.values_list("status").annotate(n=Count("id")))
         steps = Step.objects.count()
         print(f"{runs} runs queued in {queued:.1f} s; last step committed {elapsed:.1f} s after the first enqueue")
         print(f"throughput: {runs / elapsed * 60:.0f} runs/min  (target >= 300), {steps / elapsed:.0f} steps/s, "
               f"{steps / runs:.1f} steps per run; statuses {statuses}")
-    finally:
-        stop(worker)
-        stop(sim)
 
 
 if __name__ == "__main__":
