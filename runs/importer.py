@@ -15,7 +15,6 @@ from django.utils import timezone
 
 from runs.models import Run
 from runs.services import analyse_records
-from tracing.detect import task_context
 from tracing.models import Step
 from tracing.steps import Trajectory, TrajectoryError, trajectory_from_dict
 
@@ -54,7 +53,7 @@ def import_trajectory(traj: Trajectory, *, owner=None, source: str = "") -> Run:
         raise TrajectoryError(f"{len(traj.steps)} steps; at most {MAX_STEPS_PER_RUN} per run")
     # Signals and anchoring go into each step's meta before the insert, so an
     # imported run lands complete in one pass.
-    report = analyse_records(traj.steps, prompt=task_context(traj))
+    report = analyse_records(traj.steps, prompt=traj.goal, context=traj.context)
     interventions = [s for s in traj.steps if s.kind == "intervention"]
     detectors = list(dict.fromkeys(str(s.meta.get("detector") or "watchdog")[:40] for s in interventions))
     tiers = list(dict.fromkeys(str(s.meta.get("tier"))[:10] for s in interventions if s.meta.get("tier")))

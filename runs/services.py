@@ -288,34 +288,13 @@ def score_answer(task: Task | None, answer: str | None) -> bool | None:
     return score(task.as_suite_dict(), answer)
 
 
-def analyse_records(records: list[StepRecord], *, prompt: str, policy=None, recompute_signals: bool = True):
-    """The anchor report and (optionally) the watchdog's signals for a step
-    sequence, written into each record's meta. Pure: callers store the result."""
-    from tracing.anchoring import anchor_report
-    from tracing.course import course_changes
+def analyse_records(records: list[StepRecord], *, prompt: str, policy=None, recompute_signals: bool = True,
+                    context=None):
+    """The anchor report and (optionally) the watchdog's signals, written into
+    each record's meta (tracing.analysis.analyse). Pure: callers store the result."""
+    from tracing.analysis import analyse
 
-    report = anchor_report(records, task=prompt)
-    courses = course_changes(records)
-    signals = {}
-    if recompute_signals:
-        watchdog = Watchdog(policy or OFF_POLICY, goal=prompt)
-        for record in records:
-            watchdog.observe(record)
-        signals = watchdog.signals
-    for record in records:
-        meta = dict(record.meta or {})
-        score = report.scores.get(record.index)
-        if score is not None:
-            meta["anchor_score"] = round(score, 3)
-        if recompute_signals:
-            if signals.get(record.index):
-                meta["signals"] = signals[record.index]
-            else:
-                meta.pop("signals", None)
-        if record.index in courses:
-            meta["course"] = courses[record.index]
-        record.meta = meta
-    return report
+    return analyse(records, task=prompt, context=context, policy=policy, recompute_signals=recompute_signals)
 
 
 def run_analyse(run_id: int, *, recompute_signals: bool = False) -> None:

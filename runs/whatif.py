@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracing.steps import Step as StepRecord
-from tracing.watchdog import Policy, PolicyError, Watchdog
+from tracing.replay import replay
+from tracing.watchdog import Policy, PolicyError
 
 # A labelled interruption counts as "still caught" when the replayed policy
 # intervenes within this many steps of it: a stricter policy fires a little
@@ -69,15 +70,7 @@ def sweep_policies(base: dict[str, Any], path: str, values: Sequence[float]) -> 
 
 def replay_policy(steps: Sequence[StepRecord], goal: str, policy: Policy) -> list[tuple[int, str, str]]:
     """(step, detector, tier) of each intervention the policy would make; a stop ends the replay."""
-    wd = Watchdog(policy, goal=goal)
-    out = []
-    for step in steps:
-        iv = wd.observe(step)
-        if iv is not None:
-            out.append((step.index, iv.detector, iv.tier))
-            if iv.tier == "stop":
-                break
-    return out
+    return [(iv["step"], iv["detector"], iv["tier"]) for iv in replay(steps, goal=goal, policy=policy).interventions]
 
 
 @dataclass

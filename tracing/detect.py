@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from tracing.anchoring import anchor_report
+from tracing.replay import replay as replay_steps
 from tracing.steps import Step, Trajectory, TrajectoryError, trajectory_from_dict
 from tracing.watchdog import BUILTIN_POLICIES, DEFAULT_POLICY, Policy, PolicyError, Watchdog
 
@@ -32,16 +34,7 @@ Analyzer = Callable[[Trajectory, Sequence[Step], Watchdog], dict[str, Any]]
 def anchoring_analyzer(traj: Trajectory, evaluated: Sequence[Step], wd: Watchdog) -> dict[str, Any]:
     """first_anchor_break / anchor_reason / anchor_evidence over the whole run
     as recorded (the agent's anchoring does not depend on the policy)."""
-    from tracing.anchoring import anchor_report
-
-    return anchor_report(traj.steps, task=task_context(traj)).to_dict()
-
-
-def task_context(traj: Trajectory) -> str:
-    # What the agent was shown before its first step: the task, plus the
-    # environment's opening description when a source records one (ALFWorld).
-    opening = traj.meta.get("initial_observation") if isinstance(traj.meta, dict) else None
-    return f"{traj.task}\n{opening}" if isinstance(opening, str) and opening else traj.task
+    return anchor_report(traj.steps, task=traj.goal, context=traj.context).to_dict()
 
 
 ANALYZERS: list[Analyzer] = [anchoring_analyzer]
@@ -71,25 +64,15 @@ def replay(
     traj: Trajectory, policy: Policy = DEFAULT_POLICY, analyzers: Iterable[Analyzer] | None = None
 ) -> dict[str, Any]:
     """Evaluate one run as if the policy had been live."""
-    wd = Watchdog(policy, goal=traj.task)
-    interventions: list[dict[str, Any]] = []
-    evaluated: list[Step] = []
-    for step in traj.steps:
-        evaluated.append(step)
-        iv = wd.observe(step)
-        if iv is not None:
-            interventions.append(
-                {"step": step.index, "detector": iv.detector, "tier": iv.tier, "evidence": iv.evidence}
-            )
-            if iv.tier == "stop":
-                break
+    rep = replay_steps(traj.steps, goal=traj.goal, policy=policy, context=traj.context)
+    wd, evaluated, interventions = rep.watchdog, rep.evaluated, rep.interventions
     out: dict[str, Any] = {
         "run_id": traj.run_id,
         "source": traj.source,
         "success": traj.success,
         "policy": {"name": policy.name, "version": policy.version},
         "steps_evaluated": len(evaluated),
-        "stopped_at": wd.interventions[-1][0] if wd.stopped else None,
+        "stopped_at": rep.stopped_at,
         "signals": {str(k): v for k, v in wd.signals.items() if k in {s.index for s in evaluated}},
         "interventions": interventions,
         "checkpoints": [cp.as_dict() for cp in wd.drift.checkpoints],

@@ -22,6 +22,28 @@ STATUSES = ("ok", "empty", "error", "timeout")
 
 TIERS = ("hint", "redirect", "stop")
 
+# Who speaks in a step (DESIGN §3, "a step says what it is"). ``kind`` says what
+# the step does (thought, action, observation...); ``role`` says whose words
+# it carries, so a detector can judge each step by it:
+# - assistant: the agent's own output (thoughts, tool calls, answers, replies);
+# - tool:      a tool's or the environment's result (data, empty, error);
+# - user:      a person's (or user simulator's) turn in a dialogue;
+# - system:    a system prompt, domain policy or developer note met mid-run;
+# - watchdog:  an intervention of agentlab's runtime watchdog.
+ROLES = ("assistant", "tool", "user", "system", "watchdog")
+
+# Tool names that carry a user's turn as an observation ("user" in the
+# tau2-bench export; "human" in LangChain's HumanInputRun; OpenAI's role names).
+USER_TOOLS = frozenset({"user", "human", "customer", "ask_user", "human_input"})
+
+# Pseudo-tools through which an agent talks to the user in a dialogue rather
+# than acting on the world (tau-bench's ``respond``, AutoGen's ``send_message``).
+# Their argument is a message, judged as the agent's words, not as a query.
+REPLY_TOOLS = frozenset({"respond", "reply", "send_message", "message_user", "say", "talk_to_user"})
+
+# Run-level context keys (what the agent was told before its first step).
+CONTEXT_KEYS = ("system", "tools")
+
 
 @dataclass
 class Step:
@@ -37,9 +59,46 @@ class Step:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+    # One of ROLES, or None to infer it from kind and tool (``role_of``).
+    role: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def role_of(step: Step) -> str:
+    """The step's role: the one it was given, else inferred from kind and tool.
+
+    Inference is what keeps files in the original JSONL format (no ``role``)
+    working: an observation from the ``user`` tool is the user's turn.
+    """
+    if step.role in ROLES:
+        return step.role  # type: ignore[return-value]
+    if step.kind == "intervention":
+        return "watchdog"
+    if step.kind == "observation":
+        return "user" if (step.tool or "").strip().lower() in USER_TOOLS else "tool"
+    return "assistant"
+
+
+def is_reply(step: Step) -> bool:
+    """The agent addressing the user (a dialogue turn), not calling a tool."""
+    return step.kind == "action" and (step.tool or "").strip().lower() in REPLY_TOOLS
+
+
+def context_text(context: dict[str, Any] | None) -> str:
+    """The run's context as plain text (system prompt, then tool schemas as JSON):
+    what the agent was told, and so evidence for what it says."""
+    if not context:
+        return ""
+    parts = []
+    system = context.get("system")
+    if isinstance(system, str) and system.strip():
+        parts.append(system)
+    tools = context.get("tools")
+    if tools:
+        parts.append(json.dumps(tools, ensure_ascii=False, default=str))
+    return "\n".join(parts)
 
 
 @dataclass
@@ -63,6 +122,35 @@ class Trajectory:
     success: bool | None = None
     reward: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # What the agent was told before its first step: {"system": str, "tools": [...]}.
+    context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def goal(self) -> str:
+        """The task as the agent was shown it: the task text, plus the
+        environment's opening description when a source records one (ALFWorld)."""
+        opening = self.meta.get("initial_observation") if isinstance(self.meta, dict) else None
+        return f"{self.task}\n{opening}" if isinstance(opening, str) and opening else self.task
+
+
+def parse_context(raw: Any) -> dict[str, Any]:
+    """Validate a run-level ``context``; raises TrajectoryError naming the field."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise TrajectoryError("'context' must be an object with 'system' and/or 'tools'")
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in CONTEXT_KEYS:
+            raise TrajectoryError(f"context.{key}: unknown field (known: {', '.join(CONTEXT_KEYS)})")
+        if value is None:
+            continue
+        if key == "system" and not isinstance(value, str):
+            raise TrajectoryError("context.system must be a string")
+        if key == "tools" and not isinstance(value, list):
+            raise TrajectoryError("context.tools must be a list of tool definitions")
+        out[key] = value
+    return out
 
 
 class TrajectoryError(ValueError):
@@ -96,7 +184,10 @@ def trajectory_from_dict(data: Any) -> Trajectory:
         meta = raw.get("meta") or {}
         if not isinstance(meta, dict):
             raise TrajectoryError(f"steps[{pos}].meta must be an object")
-        steps.append(Step(index=index, kind=kind, text=content, tool=tool, args=raw.get("args"), meta=meta))
+        role = raw.get("role")
+        if role is not None and role not in ROLES:
+            raise TrajectoryError(f"steps[{pos}].role must be one of {', '.join(ROLES)} (or absent)")
+        steps.append(Step(index=index, kind=kind, text=content, tool=tool, args=raw.get("args"), meta=meta, role=role))
     indices = [s.index for s in steps]
     if len(set(indices)) != len(indices):
         raise TrajectoryError("step indices must be unique")
@@ -116,6 +207,7 @@ def trajectory_from_dict(data: Any) -> Trajectory:
     task = data.get("task", "")
     if not isinstance(task, str):
         raise TrajectoryError("'task' must be a string")
+    context = parse_context(data.get("context"))
     return Trajectory(
         run_id=str(run_id),
         task=task,
@@ -124,6 +216,7 @@ def trajectory_from_dict(data: Any) -> Trajectory:
         success=success,
         reward=reward,
         meta=meta,
+        context=context,
     )
 
 

@@ -278,14 +278,23 @@ class _Trigger:
     scores: dict[str, Any]
     steps: list[int]
     detail: dict[str, Any] = field(default_factory=dict)
+    # The threshold that decided: its policy field, the effective value used
+    # (after complexity scaling) and the score that met it. Recorded in the
+    # evidence so reviews and what-if read the rule, never rebuild it.
+    threshold: dict[str, Any] = field(default_factory=dict)
+
+
+def _threshold(name: str, value: float, score: float, op: str = ">=") -> dict[str, Any]:
+    return {"name": name, "value": value, "score": score, "op": op}
 
 
 class Watchdog:
     """Feed every step in order; get back the intervention to inject, if any."""
 
-    def __init__(self, policy: Policy = DEFAULT_POLICY, goal: str = "") -> None:
+    def __init__(self, policy: Policy = DEFAULT_POLICY, goal: str = "", context: dict[str, Any] | None = None) -> None:
         self.policy = policy
         self.goal = goal or ""
+        self.context = context or {}
         th, win, lad = policy.thresholds, policy.windows, policy.ladder
         self.complexity = estimate_complexity(self.goal) if policy.use_complexity else 1.0
         f = self.complexity
@@ -401,6 +410,7 @@ class Watchdog:
                     },
                     [s for s in (rep.compared_step, rep.step, step.index) if s is not None],
                     {"tool": rep.tool, "args": rep.args_text, "compared_step": rep.compared_step},
+                    _threshold("thresholds.repetition_similarity", self.repetition.threshold, round(rep.similarity, 3)),
                 )
             )
         if failed:
@@ -416,6 +426,7 @@ class Watchdog:
                     "observation",
                     {"invalid_run": self._invalid_run, "classes": classes},
                     [i for i, _ in self._invalid],
+                    threshold=_threshold("windows.invalid_run", self.invalid_run, self._invalid_run),
                 )
             )
         st = self.stagnation
@@ -426,6 +437,7 @@ class Watchdog:
                     "stagnation",
                     {"streak": st.streak, "k": self.stagnation_k},
                     [since, step.index],
+                    threshold=_threshold("windows.stagnation", self.stagnation_k, st.streak),
                 )
             )
         return out
@@ -439,6 +451,7 @@ class Watchdog:
             {"coverage": round(cp.coverage, 3), "missing": len(cp.missing), "stalled": cp.stalled},
             compared,
             {"checkpoint": cp.as_dict()},
+            _threshold("windows.drift_patience", self.drift.patience, cp.stalled),
         )
 
     def _escalate(self, step: Step, triggers: list[_Trigger]) -> Intervention | None:
@@ -476,7 +489,12 @@ class Watchdog:
 
     def _emit(self, step: Step, trig: _Trigger, tier: str, triggers: list[_Trigger], *, advance: bool) -> Intervention:
         tiers = self.policy.ladder.tiers
+        threshold = trig.threshold
+        if tier == "stop":
+            # What decided a stop is the non-progress streak against stop_streak.
+            threshold = _threshold("ladder.stop_streak", self.stop_streak, self.stagnation.streak)
         evidence = {
+            "threshold": threshold,
             "detector": trig.detector,
             "scores": trig.scores,
             "steps": trig.steps,

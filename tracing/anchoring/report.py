@@ -45,7 +45,7 @@ from tracing.anchoring.salience import (
     split_sentences,
 )
 from tracing.normalize import action_key, jaccard, tokens
-from tracing.steps import Step
+from tracing.steps import Step, context_text
 
 # --- thresholds -------------------------------------------------------------
 
@@ -383,7 +383,13 @@ class _Obs:
     off_query: bool = False
 
 
-def anchor_report(steps: Sequence[Step], task: str = "", *, similarity: Similarity | None = None) -> AnchorReport:
+def anchor_report(
+    steps: Sequence[Step],
+    task: str = "",
+    *,
+    context: dict[str, Any] | None = None,
+    similarity: Similarity | None = None,
+) -> AnchorReport:
     """Anchoring scores and break patterns over one run, in step order.
 
     ``similarity`` (experiments only) replaces the lexical per-step score and
@@ -396,7 +402,10 @@ def anchor_report(steps: Sequence[Step], task: str = "", *, similarity: Similari
         sem.prime([(s.text or "")[:2000] if s.kind == "observation" else _step_text(s)[:2000] for s in steps])
     ordered = sorted(steps, key=lambda s: s.index)
     evidence = _Evidence()
-    task_sal = extract(task or "")
+    # What the agent was told before its first step (system prompt, domain
+    # policy, tool schemas) is evidence as much as the task is.
+    told = context_text(context)
+    task_sal = extract(f"{task}\n{told}" if told else (task or ""))
     evidence.add(task_sal)
     older_units: set[str] = set(task_sal.units)
     # Units the agent has been after: the task plus its own recent plans;
