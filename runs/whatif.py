@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracing.steps import Step as StepRecord
 from tracing.replay import replay
+from tracing.steps import Step as StepRecord
 from tracing.watchdog import Policy, PolicyError
 
 # A labelled interruption counts as "still caught" when the replayed policy
