@@ -168,6 +168,21 @@ def action_key(tool: str | None, args: Any) -> tuple[str, frozenset[str]]:
     return name, frozenset(normalize_args(args))
 
 
+def call_signature(tool: str | None, args: Any) -> tuple[str, str]:
+    """A call as it was made, up to case and white space: stricter than
+    ``action_key`` (which compares word sets), for "the very same call again".
+    Two programs that differ only in an escape or an operator are two calls."""
+    name = (tool or "").strip().lower()
+    if isinstance(args, (dict, list)):
+        try:
+            text = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+        except (TypeError, ValueError, RecursionError):
+            text = str(args)
+    else:
+        text = "" if args is None else str(args)
+    return name, " ".join(text[: MAX_ARG_CHARS * 4].lower().split())
+
+
 # Observations are analysed on their head only: the cost per step must stay
 # bounded however long a page is (the full text stays in the trace).
 MAX_TEXT_CHARS = 3000

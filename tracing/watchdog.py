@@ -35,6 +35,7 @@ from tracing.detectors.observation import (
     JUNK_BOILERPLATE_RATIO,
     JUNK_MARKUP_RATIO,
     MIN_CONTENT_TOKENS,
+    NEUTRAL_CLASSES,
     NOVELTY_MIN,
     OFF_TOPIC_MIN_ARG_TOKENS,
     OFF_TOPIC_MIN_OVERLAP,
@@ -46,9 +47,10 @@ from tracing.detectors.repetition import (
     REPETITION_WINDOW,
     RepetitionDetector,
     RepetitionSignal,
+    args_of,
 )
 from tracing.detectors.stagnation import STAGNATION_K, StagnationDetector
-from tracing.normalize import normalize_args
+from tracing.normalize import call_signature, normalize_args
 from tracing.steps import TIERS, Intervention, Step
 
 # Consecutive invalid observations (error / empty / timeout / junk / too short)
@@ -66,10 +68,23 @@ REPETITION_MIN_REPEATS = 2
 # before it is judged again.
 COOLDOWN = 2
 
-# Non-progress observations in a row required before a stop, on top of a hint
-# and a redirect already given. 10 keeps the react_exemplars control set (gold
-# runs) untouched; see bench/README-detectors.md.
+# Grounds to stop, on top of a hint and a redirect already given (any one):
+# Non-progress observations in a row. 10 keeps the react_exemplars control set
+# (gold runs) untouched; see bench/README-detectors.md.
 STOP_STREAK = 10
+
+# Futile repeats since the last progress: a call made again with the same
+# arguments that got the same unusable result, with nothing effective (a new
+# result, a user's turn) in between. In a deterministic world the third try
+# of a call that failed twice the same way cannot do better; a legitimate
+# re-check (run_speed_test() after the user toggled something) has something
+# effective in between and never counts.
+STOP_FUTILE = 2
+
+# Unusable results in a row (error, empty, timeout, junk). 5: successful runs
+# of every source in shared/eval stay under it (bench/README-detectors.md);
+# fewer stops legitimate retries of a flaky tool.
+STOP_INVALID = 5
 
 # Progress observations in a row after which the ladder starts again at hint.
 RESET_AFTER = 2
@@ -128,6 +143,8 @@ class Ladder:
     cooldown: int = COOLDOWN
     stop_streak: int = STOP_STREAK
     reset_after: int = RESET_AFTER
+    stop_futile: int = STOP_FUTILE
+    stop_invalid: int = STOP_INVALID
 
 
 # Fraction fields (0..1) and the minimum of each integer field, for validation.
@@ -144,6 +161,8 @@ _INT_MIN = {
     "cooldown": 0,
     "stop_streak": 1,
     "reset_after": 1,
+    "stop_futile": 1,
+    "stop_invalid": 1,
 }
 
 
@@ -301,6 +320,8 @@ class Watchdog:
         self.stagnation_k = _scaled(win.stagnation, f)
         self.invalid_run = _scaled(win.invalid_run, f)
         self.stop_streak = _scaled(lad.stop_streak, f)
+        self.stop_invalid = _scaled(lad.stop_invalid, f)
+        self.stop_futile = lad.stop_futile
         self.cooldown = lad.cooldown
         self.repetition = RepetitionDetector(window=win.repetition, threshold=th.repetition_similarity)
         self.observation = ObservationDetector(
@@ -332,6 +353,14 @@ class Watchdog:
         self._hint_step: int | None = None
         self._redirect_step: int | None = None
         self._obs_seen: dict[int, ObservationSignal] = {}
+        # Futile repeats: each (call, result) pair with the turn it was last
+        # seen at, the turn of the latest effective result, and the count.
+        self._turn = 0
+        self._action_keys: dict[int, tuple[str, str]] = {}
+        self._pairs: dict[tuple[Any, ...], int] = {}
+        self._effective_turn = -1
+        self.futile = 0
+        self._futile_steps: list[int] = []
 
     # -- public ------------------------------------------------------------
     def observe(self, step: Step) -> Intervention | None:
@@ -343,6 +372,8 @@ class Watchdog:
         triggers: list[_Trigger] = []
         obs_sig: ObservationSignal | None = None
 
+        if step.kind == "action":
+            self._action_keys[step.index] = call_signature(step.tool, args_of(step))
         rep = self._run("repetition", step, sig, self.repetition.update, step)
         if rep is not None:
             sig.update(rep.as_dict())
@@ -350,10 +381,13 @@ class Watchdog:
 
         obs_sig = self._run("observation", step, sig, self.observation.update, step)
         turn_done = False
-        if obs_sig is not None:
+        if obs_sig is not None and obs_sig.obs_class in NEUTRAL_CLASSES:
+            sig.update(obs_sig.as_dict())  # a system note: no turn of the agent's
+        elif obs_sig is not None:
             sig.update(obs_sig.as_dict())
             turn_done = True
             progress = obs_sig.progress
+            self._track_futility(obs_sig, sig)
         elif step.kind == "error":
             turn_done = True
             progress = False
@@ -384,6 +418,25 @@ class Watchdog:
         return self._escalate(step, triggers)
 
     # -- internals -----------------------------------------------------------
+    def _track_futility(self, obs: ObservationSignal, sig: dict[str, Any]) -> None:
+        self._turn += 1
+        if obs.progress:
+            self._effective_turn = self._turn
+            self.futile = 0
+            self._futile_steps = []
+        if obs.obs_class == "user" or obs.action_step is None:
+            return
+        key = self._action_keys.pop(obs.action_step, None)
+        if key is None:
+            return
+        pair = (key[0], key[1], hash(" ".join(obs.toks[:400])))
+        previous = self._pairs.get(pair)
+        self._pairs[pair] = self._turn
+        if previous is not None and not obs.progress and previous >= self._effective_turn:
+            self.futile += 1
+            self._futile_steps.append(obs.action_step)
+            sig["futile"] = self.futile
+
     def _run(self, name: str, step: Step, sig: dict[str, Any], fn: Any, *args: Any) -> Any:
         try:
             return fn(*args)
@@ -462,18 +515,30 @@ class Watchdog:
             return self._drift_intervention(step, triggers[0])
         triggers = [t for t in triggers if t.detector != "drift"] + [t for t in triggers if t.detector == "drift"]
         tier = tiers[min(self.level, len(tiers) - 1)]
-        if tier == "stop" and self.stagnation.streak < self.stop_streak:
+        grounds = self._grounds_to_stop()
+        if tier == "stop" and grounds is None:
             # At the top of the ladder without grounds to stop: repeat the
             # redirect now and then, never kill on a hunch.
             if self._since < self.cooldown * REPEAT_FACTOR or "redirect" not in tiers:
                 return None
             tier = "redirect"
         trig = triggers[0]
-        if tier == "stop":
-            # The stop is about the lack of progress; name the detector that
-            # measured it, not whichever fired first on this step.
-            trig = next((t for t in triggers if t.detector == "stagnation"), trig)
-        return self._emit(step, trig, tier, triggers, advance=True)
+        if tier == "stop" and grounds is not None:
+            # Name the detector that measured the grounds, not whichever fired
+            # first on this step.
+            trig = next((t for t in triggers if t.detector == grounds[0]), trig)
+        return self._emit(step, trig, tier, triggers, advance=True, stop_threshold=grounds[1] if grounds else None)
+
+    def _grounds_to_stop(self) -> tuple[str, dict[str, Any]] | None:
+        """(detector, threshold) that justifies a stop, or None: futile repeats,
+        unusable results in a row, or a long run without progress."""
+        if self.futile >= self.stop_futile:
+            return "repetition", _threshold("ladder.stop_futile", self.stop_futile, self.futile)
+        if self._invalid_run >= self.stop_invalid:
+            return "observation", _threshold("ladder.stop_invalid", self.stop_invalid, self._invalid_run)
+        if self.stagnation.streak >= self.stop_streak:
+            return "stagnation", _threshold("ladder.stop_streak", self.stop_streak, self.stagnation.streak)
+        return None
 
     def _drift_intervention(self, step: Step, trig: _Trigger) -> Intervention | None:
         # Drift has its own short ladder, capped at redirect: it measures
@@ -487,12 +552,18 @@ class Watchdog:
         self._drift_level += 1
         return self._emit(step, trig, tier, [trig], advance=False)
 
-    def _emit(self, step: Step, trig: _Trigger, tier: str, triggers: list[_Trigger], *, advance: bool) -> Intervention:
+    def _emit(
+        self,
+        step: Step,
+        trig: _Trigger,
+        tier: str,
+        triggers: list[_Trigger],
+        *,
+        advance: bool,
+        stop_threshold: dict[str, Any] | None = None,
+    ) -> Intervention:
         tiers = self.policy.ladder.tiers
-        threshold = trig.threshold
-        if tier == "stop":
-            # What decided a stop is the non-progress streak against stop_streak.
-            threshold = _threshold("ladder.stop_streak", self.stop_streak, self.stagnation.streak)
+        threshold = stop_threshold if tier == "stop" and stop_threshold else trig.threshold
         evidence = {
             "threshold": threshold,
             "detector": trig.detector,
@@ -505,7 +576,7 @@ class Watchdog:
             "also": [t.detector for t in triggers if t is not trig],
             **trig.detail,
         }
-        message = _message(trig, tier, self, step)
+        message = _message(trig, tier, self, step, threshold)
         iv = Intervention(detector=trig.detector, tier=tier, message=message, evidence=evidence)
         self.interventions.append((step.index, iv))
         self.signals[step.index]["intervention"] = tier
@@ -521,13 +592,22 @@ class Watchdog:
         return iv
 
 
-def _message(trig: _Trigger, tier: str, wd: Watchdog, step: Step) -> str:
+def _message(trig: _Trigger, tier: str, wd: Watchdog, step: Step, threshold: dict[str, Any] | None = None) -> str:
     d, s = trig.detail, trig.scores
     if tier == "stop":
+        name, score = (threshold or {}).get("name"), (threshold or {}).get("score")
+        if name == "ladder.stop_futile":
+            why = (
+                f"calls were repeated {score} times with the same arguments and got the same unusable result, "
+                f"with nothing new in between (steps {', '.join(map(str, wd._futile_steps[-4:]))})"
+            )
+        elif name == "ladder.stop_invalid":
+            why = f"the last {score} results in a row were unusable"
+        else:
+            why = f"{wd.stagnation.streak} observations in a row brought nothing new"
         return (
-            f"Stopped by the watchdog ({trig.detector}): {wd.stagnation.streak} observations in a row "
-            f"brought nothing new, after a hint at step {wd._hint_step} and a redirect at step "
-            f"{wd._redirect_step}. Fallback: answer with the facts observed so far, marked as "
+            f"Stopped by the watchdog ({trig.detector}): {why}, after a hint at step {wd._hint_step} and a "
+            f"redirect at step {wd._redirect_step}. Fallback: answer with the facts observed so far, marked as "
             "incomplete, or report that the goal could not be reached with the tools given."
         )
     if trig.detector == "repetition":

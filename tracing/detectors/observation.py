@@ -1,6 +1,12 @@
 """Observation validity: "a return is not progress".
 
-Classifies each observation as one of
+Classifies each observation by its role first (``tracing.steps.role_of``):
+
+- ``user``        a person's turn in a dialogue: never junk, off-topic or
+                  "no progress" (a dialogue that is moving is not stagnating);
+- ``system``      a system / policy note met mid-run: neutral.
+
+and a tool's result, read from its structure (``tracing.results``), as one of
 
 - ``ok``          a usable, new, on-topic result;
 - ``timeout``     the call failed by time (never "not found");
@@ -19,12 +25,14 @@ feature set, so each step costs O(length of this observation), capped.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tracing.normalize import content_tokens, features, normalize_args
-from tracing.steps import STATUSES, Step
+from tracing.results import Reading, read_result
+from tracing.steps import REPLY_TOOLS, Step, role_of
 
 # Share of the analysed text inside markup (tags, entities, CSS/JS blocks) above
 # which the page is junk: real prose with a few links stays far below 0.3.
@@ -47,6 +55,10 @@ OFF_TOPIC_MIN_OVERLAP = 0.2
 # a one-token click target (a product id, "next") need not echo in the page.
 OFF_TOPIC_MIN_ARG_TOKENS = 2
 
+# ...and at most this many: past it the argument is code, a command line or a
+# message, whose output need not repeat its words (a program prints numbers).
+OFF_TOPIC_MAX_ARG_TOKENS = 12
+
 # Share of new features (unigrams + bigrams) below which the observation told
 # the agent nothing new. 0.15: a revisited page scores ~0, a new page > 0.5.
 NOVELTY_MIN = 0.15
@@ -56,26 +68,11 @@ NOVELTY_MIN = 0.15
 ANALYSIS_CHARS = 2000
 
 BAD_CLASSES = frozenset({"timeout", "error", "empty", "junk", "too_short"})
-# Classes that count as progress for stagnation: only a usable new result.
-PROGRESS_CLASSES = frozenset({"ok"})
-
-# Status is inferred from the head of short texts only: a long article that
-# mentions "error" or "timeout" is content, not a failed call.
-_STATUS_HEAD = 240
-_TIMEOUT_RE = re.compile(r"\btimed?[ -]?out\b|\btimeout\b|deadline exceeded")
-_ERROR_START_RE = re.compile(
-    r"\s*(?:invalid action|error\b|exception\b|traceback \(most recent|fatal\b|failed\b"
-    r"|could not (?:parse|execute))"
-)
-_ERROR_ANY_RE = re.compile(
-    r"\b(?:http|status)[ :]*(?:error )?5\d\d\b|internal server error|service unavailable|bad gateway"
-)
-_ERROR_ANY_HINTS = ("http", "status", "server", "unavailable", "gateway")
-_EMPTY_RE = re.compile(
-    r"^\s*(?:no (?:more )?results?\b|no results for\b|could not find\b|nothing happens"
-    r"|not found\b|no matches\b|no such\b|\[\]\s*$|none\s*$|null\s*$|\{\}\s*$)",
-    re.I,
-)
+# Classes that count as progress for stagnation: a usable new result, or a
+# user's turn (the dialogue moved).
+PROGRESS_CLASSES = frozenset({"ok", "user"})
+# Classes that take no part in stagnation at all.
+NEUTRAL_CLASSES = frozenset({"system"})
 
 # Text that addresses the agent rather than describing the world. Kept narrow:
 # a false alarm only wraps the text as quoted data, a miss lets it steer the run.
@@ -154,25 +151,9 @@ class ObservationSignal:
         }
 
 
-def infer_status(text: str, meta: dict[str, Any] | None = None) -> str:
-    """The call's status: the recorded one when present, else guessed from text."""
-    given = (meta or {}).get("status")
-    if isinstance(given, str) and given in STATUSES:
-        return given
-    stripped = text.strip()
-    if not stripped:
-        return "empty"
-    low = stripped[:_STATUS_HEAD].lower()
-    short = len(stripped) <= _STATUS_HEAD * 2
-    if short and ("time" in low or "deadline" in low) and _TIMEOUT_RE.search(low):
-        return "timeout"
-    if _ERROR_START_RE.match(low) and (short or low.startswith(("error", "traceback"))):
-        return "error"
-    if short and any(h in low for h in _ERROR_ANY_HINTS) and _ERROR_ANY_RE.search(low):
-        return "error"
-    if _EMPTY_RE.match(low):
-        return "empty"
-    return "ok"
+def infer_status(text: str, meta: dict[str, Any] | None = None, action_args: Any = None) -> str:
+    """The call's status: the recorded one when present, else read from the result."""
+    return read_result(text, meta, action_args).status
 
 
 def junk_scores(text: str) -> tuple[float, float]:
@@ -238,41 +219,59 @@ class ObservationDetector:
     off_topic_min_arg_tokens: int = OFF_TOPIC_MIN_ARG_TOKENS
     novelty_min: float = NOVELTY_MIN
     _seen: set[str] = field(default_factory=set)
-    _last_action: tuple[int, frozenset[str]] | None = None
+    # Calls waiting for their result, oldest first: parallel tool calls are
+    # answered in order, each result by the oldest pending call of its tool.
+    _pending: deque[tuple[int, str, Any, frozenset[str]]] = field(default_factory=deque)
+    # The latest result read (for anchoring and the watchdog).
+    last_reading: Reading | None = None
 
     def update(self, step: Step) -> ObservationSignal | None:
         if step.kind == "action":
             args = step.args if step.args is not None or step.tool else step.text
-            self._last_action = (step.index, frozenset(normalize_args(args)))
+            self._pending.append((step.index, (step.tool or "").strip().lower(), args, frozenset(normalize_args(args))))
+            if len(self._pending) > 64:
+                self._pending.popleft()
             return None
         if step.kind != "observation":
             return None
         text = step.text if isinstance(step.text, str) else str(step.text or "")
-        status = infer_status(text, step.meta)
+        role = role_of(step)
         toks = content_tokens(text, ANALYSIS_CHARS)
         feats = features(toks)
         new = len(feats - self._seen) if feats else 0
         novelty = new / len(feats) if feats else 0.0
         self._seen |= feats
-        markup, chrome = junk_scores(text) if len(text) > 40 else (0.0, 0.0)
-        jr = max(markup, chrome)
         injection = is_injection(text)
+        if role in ("user", "system"):
+            # The user's turn answers the agent's reply: replies wait for no tool result.
+            self._pending = deque(p for p in self._pending if p[1] not in REPLY_TOOLS)
+            return ObservationSignal(
+                step=step.index, status="ok", obs_class=role,
+                novelty=novelty, overlap=None, junk_ratio=0.0, tokens=len(toks), injection=injection,
+                action_step=None, toks=toks,
+            )
+        action = self._take_action(step.tool)
+        action_step, action_args, arg_toks = action if action else (None, None, frozenset())
+        reading = read_result(text, step.meta, action_args)
+        self.last_reading = reading
+        status = reading.status
+        structured = reading.form in ("json", "literal")
+        markup, chrome = junk_scores(text) if len(text) > 40 and not structured else (0.0, 0.0)
+        jr = max(markup, chrome)
         overlap = None
-        action_step = None
-        if self._last_action is not None:
-            action_step, arg_toks = self._last_action
-            if len(arg_toks) >= self.off_topic_min_arg_tokens:
-                tokset = set(toks)
-                overlap = sum(1 for t in arg_toks if t in tokset) / len(arg_toks)
-            self._last_action = None
+        if reading.form == "text" and self.off_topic_min_arg_tokens <= len(arg_toks) <= OFF_TOPIC_MAX_ARG_TOKENS:
+            tokset = set(toks)
+            overlap = sum(1 for t in arg_toks if t in tokset) / len(arg_toks)
         markup_junk = markup >= self.junk_markup_ratio or chrome >= self.junk_boilerplate_ratio
         if injection:
             cls = "injection"
         elif status != "ok":
             cls = status
+        elif reading.silent:
+            cls = "ok"  # a command that prints nothing when it works, worked
         elif markup_junk:
             cls = "junk"
-        elif len(toks) < self.min_content_tokens:
+        elif reading.form == "text" and len(toks) < self.min_content_tokens and not any(c.isdigit() for c in text[:200]):
             cls = "too_short"
         elif overlap is not None and overlap < self.off_topic_min_overlap:
             cls = "off_topic"
@@ -292,6 +291,17 @@ class ObservationDetector:
             action_step=action_step,
             toks=toks,
         )
+
+    def _take_action(self, tool: str | None) -> tuple[int, Any, frozenset[str]] | None:
+        if not self._pending:
+            return None
+        name = (tool or "").strip().lower()
+        for pos, (index, pending_tool, args, toks) in enumerate(self._pending):
+            if not name or pending_tool == name:
+                del self._pending[pos]
+                return index, args, toks
+        index, _, args, toks = self._pending.popleft()
+        return index, args, toks
 
 
 def classify(step: Step, previous: Iterable[Step] = ()) -> ObservationSignal | None:

@@ -1,0 +1,248 @@
+"""What a tool result says, read from its structure: data, empty, error or timeout.
+
+Tool-calling agents get JSON back, code agents get program output and
+tracebacks, shell and SQL agents get command output, error lines and row
+tuples. Reading them as prose gets them wrong both ways (a JSON record looks
+like CSS to a markup counter; `[]` looks like two characters of junk), so the
+observation detector and anchoring both ask this module first.
+
+- JSON is parsed (up to JSON_PARSE_MAX_CHARS): ``[]``, ``{}``, ``null`` and
+  ``""`` are empty; an object whose top level says ``"error"``, ``"status":
+  "failed"`` or ``"success": false`` is an error; anything else is data.
+- Python literals (SQL rows as tuples) likewise: ``[]`` and ``()`` are empty.
+- A Python traceback anywhere, an exception line, ``command not found``, ``No
+  such file or directory``, a non-zero exit, an SQL error, a rejected answer:
+  error. A timeout is a timeout, never "not found" (DESIGN §1).
+- An empty output is *silent success* after a command whose effect is not to
+  print (``cd``, ``mkdir``, ``INSERT``, code that only asserts), and *empty*
+  (nothing found) after a query.
+
+Pure, never raises on text input, and bounded: the patterns read a capped
+head and tail, and parsing is skipped above its size cap.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from tracing.steps import STATUSES
+
+# JSON or Python literals longer than this are not parsed: a 10 MB result is
+# data (nobody returns 10 MB of error), and the cost per step must stay bounded.
+JSON_PARSE_MAX_CHARS = 1_000_000
+LITERAL_PARSE_MAX_CHARS = 100_000
+
+# Error signatures are searched in the first and last this-many characters:
+# a traceback ends a program's output; a shell error opens it.
+SCAN_CHARS = 2000
+
+# Top-level JSON keys whose presence (with a truthy value) means the call failed.
+ERROR_KEYS = ("error", "errors", "exception", "error_message")
+ERROR_STATUS_VALUES = frozenset({"error", "failed", "failure", "fail", "rejected", "denied"})
+
+_TRACEBACK_RE = re.compile(r"traceback \(most recent call last\)|^cell in\[\d+\], line \d+", re.I | re.M)
+# "NameError: name 'x' is not defined", "AssertionError" alone, "ZeroDivisionError: ..."
+_EXCEPTION_LINE_RE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b(?::|\s*$)", re.M)
+_SHELL_ERROR_RE = re.compile(
+    r"command not found|no such file or directory|permission denied|cannot access|cannot open|"
+    r"is a directory|not a directory|syntax error near unexpected token|unexpected eof while looking|"
+    r"invalid option|unrecognized option|missing operand|non-zero exit status|exit (?:code|status):? *[1-9]|"
+    r"^bash: |^/bin/\w+: |^sh: \d+: ",
+    re.I | re.M,
+)
+_SQL_ERROR_RE = re.compile(
+    r"error in your sql syntax|^error \d+|no such (?:table|column)|unknown (?:column|table)|"
+    r"(?:table|column|database) .{0,80}? doesn't exist|operationalerror|programmingerror|integrityerror|"
+    r"syntax error at or near|error executing query",
+    re.I | re.M,
+)
+# A rejected submission: the environment judged the answer.
+_REJECTED_RE = re.compile(
+    r"^\s*(?:your |the )?(?:answer|solution|submission|flag)(?: submitted)? (?:is|was) (?:wrong|incorrect|not correct)"
+    r"|^\s*(?:submitted )?(?:flag|answer) is incorrect|^\s*wrong answer\b|^\s*incorrect(?: answer)?\b",
+    re.I,
+)
+_TIMEOUT_RE = re.compile(r"\btimed?[ -]?out\b|\btimeout\b|deadline exceeded", re.I)
+# Generic failure openers (ReAct environments, HTTP tools): only at the start.
+_ERROR_START_RE = re.compile(
+    r"\s*(?:invalid action|error\b|exception\b|fatal\b|failed\b|failure\b|could not (?:parse|execute)|"
+    r"i don't understand your input|unable to\b)",
+    re.I,
+)
+_HTTP_ERROR_RE = re.compile(
+    r"\b(?:http|status)[ :]*(?:error )?5\d\d\b|internal server error|service unavailable|bad gateway", re.I
+)
+# "Nothing found" openers of search tools and text environments.
+_EMPTY_RE = re.compile(
+    r"^\s*(?:no (?:more )?results?\b|no results for\b|could not find\b|nothing happens|not found\b|no matches\b"
+    r"|no such\b|\(empty\)\s*$|empty set\b|0 rows?\b|no rows\b|none\s*$|null\s*$|\[\]\s*$|\{\}\s*$|\(\)\s*$)",
+    re.I,
+)
+# Program output that says "ran, printed nothing" in so many words.
+_NO_OUTPUT_RE = re.compile(r"^\s*\[?(?:executed successfully with no output|no output|\(no output\))\]?\s*$", re.I)
+
+# Budget notices some environments append to every result ("You have 3 steps
+# left and 1 chances to propose solution left."): the harness talking, not the
+# tool. Trailing lines like these are set aside before the result is read.
+_NOTICE_RE = re.compile(
+    r"\n\s*(?:you have \d+ (?:steps?|turns?|attempts?|tries|chances?)\b[^\n]*|you should take the last step[^\n]*)\s*$",
+    re.I,
+)
+
+# Commands whose success prints nothing: an empty result after them is not
+# "nothing found". Shell builtins/utilities and SQL statements that write.
+SILENT_COMMANDS = frozenset(
+    ["cd", "mkdir", "rmdir", "rm", "mv", "cp", "touch", "chmod", "chown", "chgrp", "ln", "export", "unset", "source", "alias", "kill", "pkill", "insert", "update", "delete", "create", "drop", "alter", "use", "set", "grant", "truncate"]
+)
+
+
+@dataclass(frozen=True)
+class Reading:
+    status: str  # one of STATUSES
+    form: str  # json | literal | traceback | text | empty
+    # Parsed JSON / Python literal, when small enough to parse; else None.
+    data: Any = None
+    # Why this status, in a few words ("JSON error key", "shell error"...).
+    why: str = ""
+    # The environment judged a submitted answer and rejected it.
+    rejected: bool = False
+    # Empty output after a command that prints nothing when it works.
+    silent: bool = False
+
+
+def _first_word(action_args: Any) -> str:
+    text = action_args if isinstance(action_args, str) else ""
+    if not text and isinstance(action_args, dict):
+        for key in ("command", "cmd", "code", "query", "sql", "input"):
+            if isinstance(action_args.get(key), str):
+                text = action_args[key]
+                break
+    match = re.search(r"[A-Za-z_][\w-]*", text[:200])
+    return match.group(0).lower() if match else ""
+
+
+# Output redirected to a file (``echo x > f``, ``cmd >> log``; not ``2>&1``).
+_REDIRECT_RE = re.compile(r"(?<![<>&\d])>{1,2}\s*(?!&)[\w./~\"'$-]|\|\s*tee\b")
+
+
+def is_silent_command(action_args: Any) -> bool:
+    """A command or program whose success prints nothing (``cd``, ``INSERT``,
+    ``echo … > file``, code that only asserts)."""
+    text = action_args if isinstance(action_args, str) else ""
+    if text and re.search(r"^\s*assert\b", text[:20_000], re.M) and "print(" not in text[:20_000]:
+        return True
+    if text and len(text) < 20_000 and _REDIRECT_RE.search(text):
+        return True
+    return _first_word(action_args) in SILENT_COMMANDS
+
+
+def _json_error(data: Any) -> str:
+    if not isinstance(data, dict):
+        return ""
+    for key in ERROR_KEYS:
+        if data.get(key):
+            return f"JSON '{key}'"
+    for key in ("status", "state", "result"):
+        value = data.get(key)
+        if isinstance(value, str) and value.strip().lower() in ERROR_STATUS_VALUES:
+            return f"JSON {key}={value.strip().lower()}"
+    for key in ("success", "ok"):
+        if data.get(key) is False:
+            return f"JSON {key}=false"
+    return ""
+
+
+def _is_empty_data(data: Any) -> bool:
+    return data is None or data == "" or (isinstance(data, (list, tuple, dict, set)) and not data)
+
+
+def _parse(stripped: str) -> tuple[str, Any] | None:
+    """("json", value) / ("literal", value) when the text is one, else None."""
+    head = stripped[:1]
+    if head in "[{\"" or stripped in ("null", "true", "false"):
+        if len(stripped) <= JSON_PARSE_MAX_CHARS:
+            try:
+                return "json", json.loads(stripped)
+            except (ValueError, RecursionError):
+                pass
+        elif head in "[{":
+            # Too big to parse: data by its shape (an error is never 1 MB).
+            return "json", ...
+    if head in "[(" and len(stripped) <= LITERAL_PARSE_MAX_CHARS and stripped[-1:] in "])":
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "invalid decimal literal" on text that only looks like one
+                return "literal", ast.literal_eval(stripped)
+        except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+            return None
+    return None
+
+
+def strip_notices(text: str) -> str:
+    """The result without the harness's trailing budget notices."""
+    tail_at = max(0, len(text) - 400)
+    tail = text[tail_at:]
+    while True:
+        trimmed = _NOTICE_RE.sub("", tail)
+        if trimmed == tail:
+            break
+        tail = trimmed
+    return text[:tail_at] + tail if tail_at else ("" if _NOTICE_RE.fullmatch("\n" + tail) else tail)
+
+
+def read_result(text: str | None, meta: dict[str, Any] | None = None, action_args: Any = None) -> Reading:
+    """Read one tool result. ``meta["status"]`` wins when the recorder gave one;
+    ``action_args`` (the call that produced it) tells a silent success from an
+    empty search."""
+    text = text if isinstance(text, str) else ("" if text is None else str(text))
+    text = strip_notices(text)
+    given = (meta or {}).get("status")
+    given = given if isinstance(given, str) and given in STATUSES else None
+    stripped = text.strip()
+    if not stripped or _NO_OUTPUT_RE.match(stripped[:200]):
+        silent = is_silent_command(action_args)
+        status = given or ("ok" if silent else "empty")
+        return Reading(status=status, form="empty", why="no output" if not silent else "silent success", silent=silent)
+    parsed = _parse(stripped)
+    if parsed is not None:
+        form, data = parsed
+        if data is ...:
+            return Reading(status=given or "ok", form=form, why="large structured data")
+        if _is_empty_data(data):
+            return Reading(status=given or "empty", form=form, data=data, why=f"empty {form}")
+        why = _json_error(data) if form == "json" else ""
+        if why:
+            return Reading(status=given or "error", form=form, data=data, why=why)
+        return Reading(status=given or "ok", form=form, data=data, why=form)
+    head = stripped[:SCAN_CHARS]
+    tail = stripped[-SCAN_CHARS:] if len(stripped) > SCAN_CHARS else ""
+    rejected = bool(_REJECTED_RE.match(head))
+    if rejected:
+        return Reading(status=given or "error", form="text", why="answer rejected", rejected=True)
+    if given:
+        return Reading(status=given, form="text", why="recorded status")
+    if _TRACEBACK_RE.search(head) or _TRACEBACK_RE.search(tail):
+        return Reading(status="error", form="traceback", why="traceback")
+    low = head.lower()
+    short = len(stripped) <= 480
+    if short and ("time" in low or "deadline" in low) and _TIMEOUT_RE.search(low):
+        return Reading(status="timeout", form="text", why="timeout")
+    if _EXCEPTION_LINE_RE.search(head) or (tail and _EXCEPTION_LINE_RE.search(tail)):
+        return Reading(status="error", form="traceback", why="exception")
+    first_lines = "\n".join(stripped[:600].splitlines()[:3])
+    if _SHELL_ERROR_RE.search(first_lines):
+        return Reading(status="error", form="text", why="shell error")
+    if _SQL_ERROR_RE.search(first_lines):
+        return Reading(status="error", form="text", why="SQL error")
+    if _ERROR_START_RE.match(low) and (short or low.startswith(("error", "traceback"))):
+        return Reading(status="error", form="text", why="error message")
+    if short and _HTTP_ERROR_RE.search(low):
+        return Reading(status="error", form="text", why="HTTP error")
+    if _EMPTY_RE.match(low):
+        return Reading(status="empty", form="text", why="nothing found")
+    return Reading(status="ok", form="text")
