@@ -1,25 +1,38 @@
 """Where did the reasoning stop tracking the observations? (DESIGN.md section 1)
 
 "The thought is useful but not trustworthy": what can be checked is whether
-the step after an observation used it, and whether what the agent asserts is
-backed by something it actually observed. One pass over the run:
+what the agent asserts is backed by what it was given and got, and whether the
+step after a result used it. One pass over the run, judging each step by its
+role (``tracing.steps.role_of``): tool results and user turns are evidence;
+thoughts, replies to the user and final answers are claims.
 
-- a score per thought / action / final after an observation: of the salient
-  content the step takes from its context, the share that comes from the
-  latest observation rather than from older context (task, earlier
-  observations);
-- break patterns, each a ``Break`` with a plain-words reason:
-  ``unsupported_claim``  a number / name / id asserted in a thought (or the
-                         final answer) that no observation and not the task
-                         contains;
-  ``unconfirmed_success`` "done" / "found it" right after an error, an empty
-                         result, "Nothing happens.", "Invalid action", or
-                         about something the latest observation does not show;
-  ``requery``            an action re-issued whose answer the agent already
-                         had (or that just failed the same way);
-  ``ignored_observation`` an informative, on-task observation of which the
+A claim is something checkable: a number, an identifier, a date, a name the
+answer depends on, a status, an action reported as done. Evidence is the task,
+the context, every observation and the agent's own earlier actions
+(``tracing.anchoring.evidence``). Break patterns, each a ``Break`` whose
+reason names both steps in plain words:
+
+  ``rejected_resubmission`` a solution submitted again unchanged after the
+                         environment rejected it;
+  ``phantom_call``       an action reported as done ("I've cancelled your
+                         order") with no call made that could have done it;
+  ``stale_value``        a record's value from before a later result showed
+                         it changed;
+  ``wrong_record``       a value of one record attributed to another;
+  ``unconfirmed_success`` success, or data, claimed right after an error, an
+                         empty result, "Nothing happens.", a rejected answer;
+  ``unsupported_claim``  a number / id / date / name asserted that no evidence
+                         contains and no arithmetic over it gives;
+  ``wrong_relation``     the answer taken from the sentence of another relation;
+  ``requery``            an action re-issued whose answer the agent already had
+                         (or that just failed the same way), with nothing in
+                         between that could have changed the world;
+  ``ignored_observation`` an informative, on-task search result of which the
                          next turn uses nothing and which it does not
                          acknowledge.
+
+Code is not a claim: a program the agent wrote (an action's argument, a code
+answer) is judged by what running it returned, not word by word.
 
 Cost: every step is scanned once (capped), support sets grow by union, and the
 re-query check looks back over at most REQUERY_WINDOW actions of one tool, so a
@@ -34,45 +47,45 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tracing.anchoring.relation import wrong_relation
-from tracing.anchoring.salience import (
-    FILLER_WORDS,
-    ZH_COMMON,
-    Salient,
-    extract,
-    is_cjk,
-    normalize_number,
-    split_sentences,
+from tracing.anchoring.evidence import (  # noqa: F401 -- thresholds re-exported for tests and docs
+    CONVERSION_NUMBERS,
+    ENTITY_SUPPORT_MIN,
+    NUMBER_WORDS,
+    STEM_CHARS,
+    Evidence,
+    dates_in,
 )
+from tracing.anchoring.phrases import (
+    ABSENCE_RE,
+    ACK_FAILURE_RE,
+    CODE_SUCCESS_RE,
+    COMPLETION_RE,
+    DATA_CLAIM_RE,
+    FAILURE_RE,
+    HEDGE_RE,
+    NEGATED_RE,
+    PLAN_RE,
+    PROTOCOL_FINAL_RE,
+    SUCCESS_RE,
+    verb_stem,
+)
+from tracing.anchoring.records import RecordIndex
+from tracing.anchoring.relation import wrong_relation
+from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, normalize_number, split_sentences
 from tracing.normalize import action_key, jaccard, tokens
-from tracing.steps import Step, context_text
+from tracing.results import Reading, read_result
+from tracing.steps import REPLY_TOOLS, Step, context_text, is_reply, role_of
 
 # --- thresholds -------------------------------------------------------------
-
-# Unit conversions an agent computes with but no page states (minutes in an
-# hour, hours in a day, ...): using them is arithmetic, not an invented fact.
-CONVERSION_NUMBERS = frozenset({"60", "24", "7", "12", "100", "1000", "365"})
-# Number words that back the digits a thought writes for them.
-NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "twice": 2, "double": 2, "pair": 2, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4,
-    "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
-}
-
-# An entity counts as observed when at least this share of its words occurs in
-# the evidence: "Mussolini" for "Benito Amilcare Andrea Mussolini" passes, so
-# does a 2-of-3 match ("President Richard Nixon"); "Alexander McNair" against
-# a page that only says "Alexander" (1 of 2) does not.
-ENTITY_SUPPORT_MIN = 0.6
-
-# Names sharing this many leading letters are one stem ("Canad-a/-ian",
-# "Japan/-ese"); shorter stems start to merge unrelated names.
-STEM_CHARS = 5
 
 # A final answer is grounded when at least this share of its content words is
 # observed; answers are short, so one invented word in two ("political
 # science" against pages that only say "political") is already a break.
 FINAL_SUPPORT_MIN = 0.6
+
+# Numbers up to this are counts, ordinals and list positions ("the 3 results",
+# "step 2"), derivable by counting what was seen: not claims on their own.
+SMALL_NUMBER = 12
 
 # Two actions of the same tool are "the same request" from this Jaccard on
 # normalised arguments (word order, case and stop words already ignored).
@@ -101,82 +114,19 @@ IGNORED_MAX_UPTAKE = 0
 # salient units): a bare "OK." or an empty thought is not a decision.
 IGNORED_MIN_TURN_UNITS = 3
 
+# Ignored results are judged after search-like calls only: an argument of at
+# most this many tokens. A program's output need not echo the program.
+IGNORED_MAX_QUERY_TOKENS = 12
+
 # A failure message is short or says so at its start; past this many
 # characters "error" is more likely page content ("Type I error is ...").
 FAILURE_PREFIX_CHARS = 80
-
-# --- generic phrases (English and Chinese) ---------------------------------
-
-# Observation text meaning "the call did not work" (generic tool and
-# environment messages; no source-specific strings).
-FAILURE_RE = re.compile(
-    r"nothing happens|invalid action|could not find|couldn't find|no results?\b|not found|"
-    r"\berror\b|failed|failure|timed? ?out|cannot |can't |unable to|does not exist|no such|"
-    r"没有找到|未找到|找不到|错误|失败|无结果|没有结果|什么也没有发生|超时|无效"
-)
-
-# Sentences that plan, ask or hedge assert no fact.
-PLAN_RE = re.compile(
-    r"^(?:(?:so|then|now|next|first|and|but|ok|okay|thus|therefore|after that)[, ]+)*"
-    r"(?:i need|i should|i will|i'll|i must|i have to|i can(?! see)|i could|i may|i might|i want|"
-    r"i am going|i'm going|let me|let's|lets|we need|we should|maybe|perhaps|to find|to solve|"
-    r"search|look up|lookup|find|check|try|if\b|i'?m not sure|i do not know|i don't know)"
-    r"|^(?:我需要|我应该|我要|我会|接下来|下一步|让我|我们需要|搜索|查找|查询|也许|可能|如果|首先)",
-    re.IGNORECASE,
-)
-
-# Hedged sentences guess, they do not assert ("a mug is more likely to appear
-# in cabinet (1-9)"); a guess is not a claim about what was observed.
-HEDGE_RE = re.compile(
-    r"\b(?:likely|probably|possibly|presumably|i think|i guess|i believe|i assume|might|could be|may be|"
-    r"seems?|appears? to)\b|可能|也许|大概|估计|应该是",
-    re.IGNORECASE,
-)
-
-# Sentences that report something as absent or unknown legitimately name
-# things no observation contains ("It does not mention Haiyan").
-NEGATED_RE = re.compile(
-    r"\b(?:not|no|never|nothing|none|neither|nor|without|doesn't|don't|didn't|isn't|wasn't|aren't|"
-    r"weren't|cannot|can't|couldn't|unable|unclear|unknown)\b|没有|未|不|无",
-    re.IGNORECASE,
-)
-
-# Clauses that report something as *not observed* ("it does not mention
-# Haiyan") legitimately name what no observation contains; other negations
-# ("X is not from Haiyan") still assert facts and are checked.
-ABSENCE_RE = re.compile(
-    r"\b(?:not|n't|never|no|nothing)\b\s+(?:\w+\s+){0,2}?(?:mention|mentions|mentioned|say|says|said|state|states|"
-    r"contain|contains|include|includes|list|lists|listed|show|shows|tell|tells|find|found|know|known|"
-    r"give|gives|provide|provides|information|info|sure|clear|about|exist|exists)\b"
-    r"|没有提到|没有提及|未提及|没有说|不知道|没找到|没有找到|不清楚",
-    re.IGNORECASE,
-)
-
-# "Done", "found it", "Now I take the X": the agent reports success/progress.
-# "done" alone is too common in prose ("he has done voice acting"), so only
-# first-person and task-level forms count.
-SUCCESS_RE = re.compile(
-    r"\b(?:found it|i found|i(?:'ve| have) found|now i (?:find|found|have|take|took|put|open|opened|"
-    r"clean|cleaned|heat|heated|cool|cooled|use|used|get|got|place|placed|pick|picked|toggle|slice)|"
-    r"i(?:'m| am) done|all done|^done|succeeded|successfully|it worked|"
-    r"(?:task|goal|job) (?:is |has been )?(?:complete|completed|finished|done|accomplished)|"
-    r"i(?:'ve| have) (?:put|placed|taken|cleaned|heated|cooled|finished|completed))\b"
-    r"|找到了|已找到|完成了|已完成|成功|搞定|已经(?:拿|放|找|打开|完成)",
-    re.IGNORECASE,
-)
-
-# The agent saying a result failed is acknowledging it, not claiming success.
-ACK_FAILURE_RE = re.compile(
-    r"nothing happen|did(?:n't| not) work|failed|invalid|not (?:found|work)|could(?:n't| not)|"
-    r"again|retry|error|wrong|没有|失败|错误|无效|再试",
-    re.IGNORECASE,
-)
 
 # A final answer made only of capital letters is a label from a closed set
 # (SUPPORTS / NOT ENOUGH INFO), not a claim about the world.
 LABEL_RE = re.compile(r"^[A-Z][A-Z _-]*$")
 
-FINISH_TOOLS = frozenset(["finish", "final_answer", "answer", "final", "submit"])
+FINISH_TOOLS = frozenset(["finish", "final_answer", "answer", "final", "submit", "solution"])
 
 AGENT_KINDS = ("thought", "action", "final")
 
@@ -184,9 +134,26 @@ AGENT_KINDS = ("thought", "action", "final")
 # more about use of the observation than a shared common word.
 UNIT_WEIGHTS = {"n": 2.0, "i": 2.0, "e": 2.0, "c": 1.0, "t": 1.0}
 
-PATTERNS = ("unsupported_claim", "wrong_relation", "unconfirmed_success", "requery", "ignored_observation")
+PATTERNS = (
+    "rejected_resubmission",
+    "phantom_call",
+    "stale_value",
+    "wrong_record",
+    "unconfirmed_success",
+    "unsupported_claim",
+    "wrong_relation",
+    "requery",
+    "ignored_observation",
+)
 # When two patterns hit the same step, the more specific reason is reported.
 _PRIORITY = {name: pos for pos, name in enumerate(PATTERNS)}
+
+# Lines that make a text a program rather than prose.
+_CODE_LINE_RE = re.compile(
+    r"^\s*(?:def |class |import |from \w+ import |return\b|for .+:|while .+:|if .+:|elif |else:|try:|except\b|"
+    r"print\(|assert |\w+\s*=[^=]|\w+\(.*\)\s*$|[{}]\s*$|#include|function |const |let |var |SELECT |INSERT |UPDATE )",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -233,30 +200,55 @@ def _quote(text: str, limit: int = 120) -> str:
     return f"“{text[:limit]}…”" if len(text) > limit else f"“{text}”"
 
 
-def _step_text(step: Step) -> str:
-    """What the agent wrote: thought text, or the action's arguments."""
-    if step.kind == "thought":
-        return step.text or ""
-    args = step.args
-    if isinstance(args, str) and args.strip():
+def _args_text(args: Any) -> str:
+    if isinstance(args, str):
         return args
     if isinstance(args, dict):
+        for key in ("content", "message", "text", "answer", "response"):
+            if isinstance(args.get(key), str):
+                return args[key]
         return " ".join(str(v) for v in args.values() if isinstance(v, (str, int, float)))
-    return step.text or ""
+    return ""
+
+
+def _step_text(step: Step) -> str:
+    """What the agent wrote: thought text, a reply's message, or the action's arguments."""
+    if step.kind == "thought":
+        return step.text or ""
+    text = _args_text(step.args)
+    return text if text.strip() else (step.text or "")
 
 
 def _is_final(step: Step) -> bool:
     return step.kind == "final" or (step.kind == "action" and (step.tool or "").strip().lower() in FINISH_TOOLS)
 
 
-def is_failure(step: Step) -> bool:
-    """An observation that reports a failed call (status, or a generic message)."""
-    status = str((step.meta or {}).get("status", "ok")).lower()
-    if status in ("error", "empty", "timeout"):
-        return True
+def looks_like_code(text: str) -> bool:
+    """A program (or a query) rather than prose: most of its lines read as code."""
+    lines = [ln for ln in text[:5000].splitlines() if ln.strip()]
+    if not lines:
+        return False
+    if len(lines) == 1:
+        line = lines[0]
+        return bool(re.match(r"^\s*(?:def |class |import |lambda\b|SELECT\b|return\b)", line, re.I)) or (
+            line.count("(") >= 2 and line.count(")") >= 2 and " = " in line
+        )
+    code = sum(1 for ln in lines if _CODE_LINE_RE.match(ln) or ln.startswith(("    ", "\t")))
+    return code / len(lines) >= 0.5
+
+
+def is_failure(step: Step, action_args: Any = None) -> bool:
+    """An observation that reports a failed call: its status read from the
+    result (``tracing.results``), a rejected answer, or a generic message."""
+    return _failed(step, read_result(step.text, step.meta, action_args))
+
+
+def _failed(step: Step, reading: Reading) -> bool:
+    if reading.rejected or reading.status in ("error", "empty", "timeout"):
+        return not reading.silent
+    if reading.form != "text":
+        return False
     text = (step.text or "").strip()
-    if not text:
-        return True
     return bool(FAILURE_RE.search(text[:FAILURE_PREFIX_CHARS].lower()))
 
 
@@ -271,65 +263,26 @@ def lexical_score(step_sal: Salient, obs_sal: Salient, older_units: set[str]) ->
     return round(from_obs / (from_obs + from_older), 3)
 
 
-class _Evidence:
-    """Everything observed so far (task + observations): words, numbers, ids."""
-
-    def __init__(self) -> None:
-        self.words: set[str] = set()
-        self.numbers: set[str] = set(CONVERSION_NUMBERS)
-        self.ids: set[str] = set()
-        # Words that head an identifier somewhere ("potato" in "potato 3"):
-        # for those the exact identifier must have been observed.
-        self.id_heads: set[str] = set()
-        # Word stems, so "Canada" is backed by "Canadian" (names only).
-        self.prefixes: set[str] = set()
-
-    def add(self, sal: Salient) -> None:
-        self.words |= sal.words
-        self.numbers |= sal.numbers
-        # "two adults" backs a later "2 x 12.40"; 两名成人 likewise.
-        self.numbers.update(str(NUMBER_WORDS[w]) for w in sal.words if w in NUMBER_WORDS)
-        self.numbers.update(str(NUMBER_WORDS[ch]) for piece in sal.cjk for ch in piece if ch in NUMBER_WORDS)
-        self.ids |= sal.ids
-        self.id_heads.update(i.split(" ")[0] for i in sal.ids if " " in i)
-        self.prefixes.update(w[:STEM_CHARS] for w in sal.words if len(w) >= STEM_CHARS + 1 and w.isalpha())
-
-    def id_supported(self, ident: str) -> bool:
-        if ident in self.ids:
-            return True
-        head, _, number = ident.rpartition(" ")
-        # "ended 66": "ended" never names a thing; judge the number alone.
-        return bool(head) and head not in self.id_heads and number in self.numbers
-
-    def word_supported(self, word: str) -> bool:
-        if word in self.words or word.replace(".", "") in self.words:
-            return True
-        return len(word) >= STEM_CHARS + 1 and word.isalpha() and word[:STEM_CHARS] in self.prefixes
-
-    def entity_supported(self, entity: tuple[str, ...]) -> bool:
-        content = [w for w in entity if w not in ("of", "the", "and", "&")]
-        if not content:
-            return True
-        hits = sum(1 for w in content if self.word_supported(w))
-        return hits / len(content) >= ENTITY_SUPPORT_MIN
-
-    def cjk_supported(self, piece: str) -> bool:
-        if len(piece) < 2:
-            return True
-        bigrams = [piece[i : i + 2] for i in range(len(piece) - 1)]
-        return any(b in self.words or b in ZH_COMMON for b in bigrams)
-
-
-def _unsupported_units(sal: Salient, evidence: _Evidence) -> list[str]:
-    """Numbers, ids, names and CJK names in ``sal`` that the evidence lacks (in text order where possible)."""
+def _unsupported_units(
+    sal: Salient, evidence: Evidence, text: str = "", statement_numbers: set[str] | None = None
+) -> list[str]:
+    """Numbers, ids, dates, names and CJK names in ``sal`` that the evidence lacks.
+    ``statement_numbers``: the numbers of the whole thought or reply, which
+    may total or subtract one another."""
     missing: list[str] = []
     id_numbers = {i.rsplit(" ", 1)[-1] for i in sal.ids if " " in i}
     for number in sorted(sal.numbers):
-        if number not in evidence.numbers and number not in id_numbers:
+        if number in id_numbers or _small(number):
+            continue
+        if not evidence.number_supported(number, statement_numbers or sal.numbers):
             missing.append(number)
     for ident in sorted(sal.ids):
         if not evidence.id_supported(ident):
             missing.append(ident)
+    if text and "-" in text:
+        for key in sorted(dates_in(text)):
+            if len(key) == 10 and not evidence.date_supported(key) and key not in missing:
+                missing.append(key)
     for entity in sal.entities:
         if not evidence.entity_supported(entity):
             name = " ".join(entity)
@@ -341,6 +294,14 @@ def _unsupported_units(sal: Salient, evidence: _Evidence) -> list[str]:
     return missing
 
 
+def _small(number: str) -> bool:
+    try:
+        value = float(number)
+    except ValueError:
+        return False
+    return value.is_integer() and 0 <= value <= SMALL_NUMBER
+
+
 # Clause boundaries inside a sentence: a hedge or a plan in one clause ("...,
 # so his family was probably architects") must not hide a claim in another.
 _CLAUSE_RE = re.compile(
@@ -348,14 +309,29 @@ _CLAUSE_RE = re.compile(
 )
 
 
+# Sentences that instruct the user or give an example assert nothing about
+# the world ("Swipe down to open Quick Settings", "an id like #W0000000").
+INSTRUCTION_RE = re.compile(
+    r"^(?:please|kindly|make sure|ensure|try|tap|tapping|swipe|swiping|open|opening|go to|click|select|press|hold|"
+    r"turn|toggle|restart|reboot|navigate|scroll|confirm|provide|share|reply|let me know|feel free|you can|you may|"
+    r"you should|you'?ll need|you will need|you need|could you|can you|would you|do you|if you|once you|when you)\b",
+    re.IGNORECASE,
+)
+EXAMPLE_RE = re.compile(r"\b(?:for example|for instance|e\.g\.|such as|should look like|in the format|format like)\b",
+                        re.IGNORECASE)
+
+
+_LIST_MARK_RE = re.compile(r"^(?:\d{1,2}[.)]|[-•*–·])\s*")
+
+
 def _claim_sentences(text: str) -> list[str]:
     out = []
     for sentence in split_sentences(text):
-        if sentence.rstrip().endswith(("?", "？")):
+        if sentence.rstrip().endswith(("?", "？")) or EXAMPLE_RE.search(sentence):
             continue
         for clause in _CLAUSE_RE.split(sentence):
-            clause = clause.strip()
-            if clause and not PLAN_RE.match(clause) and not HEDGE_RE.search(clause):
+            clause = _LIST_MARK_RE.sub("", clause.strip())
+            if clause and not PLAN_RE.match(clause) and not HEDGE_RE.search(clause) and not INSTRUCTION_RE.match(clause):
                 out.append(clause)
     return out
 
@@ -371,6 +347,25 @@ def _best_sentence(text: str, probe: Salient) -> str:
     return best
 
 
+def _surface(unit: str, sentence: str) -> str:
+    """The unit as the agent wrote it ("Haiyan", not "haiyan"; "7,500", not "7500")."""
+    if unit[:1].isdigit():
+        for found in re.finditer(r"\d[\d,.]*(?:st|nd|rd|th|s)?", sentence):
+            if normalize_number(found.group(0).rstrip(".,")) == unit:
+                return found.group(0).rstrip(".,")
+        return unit
+    m = re.search(re.escape(unit).replace(r"\ ", r"[\s\-]+"), sentence, re.IGNORECASE)
+    return m.group(0) if m else unit
+
+
+def _what(step: Step) -> str:
+    if step.kind == "final":
+        return "final answer"
+    if is_reply(step):
+        return "reply"
+    return step.kind
+
+
 @dataclass
 class _Obs:
     step: Step
@@ -378,9 +373,25 @@ class _Obs:
     new_units: set[str]
     failed: bool
     relevant: bool
+    reading: Reading
     query_units: set[str] = field(default_factory=set)
     # Shares nothing with the action it answers although it names things.
     off_query: bool = False
+    # The action this result answers (None when it cannot be paired).
+    action: Step | None = None
+
+
+@dataclass
+class _Call:
+    """An action waiting for (or paired with) its result."""
+
+    step: Step
+    tool: str
+    toks: frozenset[str]
+    sal: Salient
+    obs: Step | None = None
+    obs_units: set[str] = field(default_factory=set)
+    failed: bool = False
 
 
 def anchor_report(
@@ -396,52 +407,462 @@ def anchor_report(
     the "did the next turn use this observation" test; the claim, success and
     re-query checks are about exact values and stay lexical.
     """
-    sem = similarity
-    if sem is not None:
+    if similarity is not None:
         # One batch per run instead of one encoder call per pair.
-        sem.prime([(s.text or "")[:2000] if s.kind == "observation" else _step_text(s)[:2000] for s in steps])
+        similarity.prime(
+            [(s.text or "")[:2000] if s.kind == "observation" else _step_text(s)[:2000] for s in steps]
+        )
     ordered = sorted(steps, key=lambda s: s.index)
-    evidence = _Evidence()
-    # What the agent was told before its first step (system prompt, domain
-    # policy, tool schemas) is evidence as much as the task is.
-    told = context_text(context)
-    task_sal = extract(f"{task}\n{told}" if told else (task or ""))
-    evidence.add(task_sal)
-    older_units: set[str] = set(task_sal.units)
-    # Units the agent has been after: the task plus its own recent plans;
-    # an observation sharing none of them is off-topic and may be ignored.
-    wanted_words: set[str] = _content_words(task_sal)
-    scores: dict[int, float] = {}
-    breaks: list[Break] = []
-    last: _Obs | None = None
-    turn_units: set[str] = set()
-    turn_texts: list[str] = []
-    # Thoughts of the current turn (since the latest observation), in order.
-    turn_thoughts: list[tuple[int, str]] = []
-    turn_first: int | None = None
-    turn_ack = False
-    # Per tool: recent (action index, token set, observation step or None).
-    history: dict[str, deque[list[Any]]] = {}
-    pending_requery: tuple[Step, list[Any]] | None = None
-    # Per tool: index of the last successful observation of *another* tool.
-    changed_at: dict[str, int] = {}
-    last_action_tool = ""
-    last_action_entry: list[Any] | None = None
-    last_action_producing: Salient | None = None
+    run = _Pass(task or "", context, similarity, ordered)
+    for step in ordered:
+        run.feed(step)
+    run.close_turn()
+    return run.report()
 
-    def close_turn() -> None:
-        if last is None or turn_first is None or turn_ack or len(turn_units) < IGNORED_MIN_TURN_UNITS:
+
+class _Pass:
+    """One pass over a run; ``feed`` each step in order, then ``report``."""
+
+    def __init__(self, task: str, context: dict[str, Any] | None, sem: Similarity | None, steps: list[Step]) -> None:
+        self.task = task
+        self.sem = sem
+        self.evidence = Evidence()
+        # What the agent was told before its first step (system prompt, domain
+        # policy, tool schemas) is evidence as much as the task is.
+        told = context_text(context)
+        opening = f"{task}\n{told}" if told else task
+        task_sal = extract(opening)
+        self.evidence.add(task_sal, opening)
+        self.older_units: set[str] = set(task_sal.units)
+        # Units the agent has been after: the task plus its own recent plans;
+        # an observation sharing none of them is off-topic and may be ignored.
+        self.wanted_words: set[str] = _content_words(extract(task))
+        self.records = RecordIndex()
+        self.scores: dict[int, float] = {}
+        self.breaks: list[Break] = []
+        self.last: _Obs | None = None  # the latest tool result
+        self.judged: _Obs | None = None  # the result the current turn is judged on
+        self.seen_observation = False
+        self._reset_turn()
+        # Per tool: recent calls, for re-queries; and per tool the index of the
+        # last event that may have changed the world since.
+        self.history: dict[str, deque[_Call]] = {}
+        self.changed_at: dict[str, int] = {}
+        self.world_changed_at = -1
+        self.pending: deque[_Call] = deque()
+        self.pending_requery: tuple[Step, _Call] | None = None
+        self.observed: list[tuple[int, str]] = []
+        # Phantom calls: the tools the run knows of, the successful calls made,
+        # and since the user's latest turn.
+        self.catalogue = _tool_names(context, steps)
+        self.done_tools: set[str] = set()
+        self.done_texts: deque[str] = deque(maxlen=200)
+        self.calls_since_user = 0
+        self.any_user_turn = False
+        self.user_said = ""
+        # Submissions the environment rejected: normalised content -> (action, result).
+        self.rejected: dict[str, tuple[Step, Step]] = {}
+        self.submissions: deque[_Call] = deque(maxlen=8)
+        # Failure of each tool result since the agent last spoke: after
+        # parallel calls, success may be claimed of any one that worked.
+        self.batch: list[bool] = []
+
+    def _reset_turn(self) -> None:
+        self.turn_units: set[str] = set()
+        self.turn_texts: list[str] = []
+        # Thoughts and replies of the current turn (since the latest observation).
+        self.turn_thoughts: list[tuple[int, str]] = []
+        self.turn_first: int | None = None
+        self.turn_ack = False
+
+    # -- observations ----------------------------------------------------------
+    def feed(self, step: Step) -> None:
+        if step.kind == "observation":
+            role = role_of(step)
+            if role == "tool":
+                self._tool_result(step)
+            else:
+                self._told(step, role)
+        elif step.kind in AGENT_KINDS:
+            self._agent(step)
+
+    def _told(self, step: Step, role: str) -> None:
+        """A user's turn or a system note: evidence, and the world may have changed."""
+        text = step.text or ""
+        self.close_turn()
+        self._reset_turn()
+        self.seen_observation = True
+        self.observed.append((step.index, text))
+        sal = extract(text)
+        self.evidence.add(sal, text)
+        self.older_units |= sal.units
+        self.world_changed_at = step.index
+        self.judged = None
+        if role == "user":
+            self.user_said = text[:4000].lower()
+            self.any_user_turn = True
+            self.calls_since_user = 0
+            # A new request: pending replies are answered by this turn.
+            self.pending = deque(c for c in self.pending if c.tool not in REPLY_TOOLS)
+
+    def _take_call(self, tool: str | None) -> _Call | None:
+        name = (tool or "").strip().lower()
+        for pos, call in enumerate(self.pending):
+            if not name or call.tool == name:
+                del self.pending[pos]
+                return call
+        return self.pending.popleft() if self.pending else None
+
+    def _tool_result(self, step: Step) -> None:
+        text = step.text or ""
+        self.observed.append((step.index, text))
+        self.close_turn()
+        self.seen_observation = True
+        call = self._take_call(step.tool)
+        reading = read_result(text, step.meta, call.step.args if call and call.step.args is not None else
+                              (call.step.text if call else None))
+        sal = extract(text)
+        failed = _failed(step, reading)
+        self._check_requery(step, sal)
+        if reading.data is not None and reading.data is not ...:
+            self.records.add(reading.data, step.index)
+            self.evidence.add_data(reading.data)
+        if call is not None:
+            call.obs, call.obs_units, call.failed = step, sal.units, failed
+            if reading.rejected and call in self.submissions:
+                self.rejected.setdefault(_normal(call.step), (call.step, step))
+            if not failed:
+                self.calls_since_user += 1
+                self.done_tools.add(call.tool)
+                acted = action_key(call.tool, None)[0]
+                for other in self.history:
+                    if other != acted:
+                        self.changed_at[other] = step.index
+        if not failed:
+            self.done_texts.append(text[:2000].lower())
+        producing = call.sal.units if call is not None else set()
+        if self.last is not None:
+            self.older_units |= self.last.sal.units
+        new_units = sal.strong_units - self.older_units - producing
+        # On-topic when the new content shares a word with what the agent
+        # is after (task, its own plans); numbers alone do not count.
+        new_words = {w for u in new_units if u[0] in "eict" for w in u[2:].split(" ") if not w.isdigit()}
+        relevant = bool(new_words & self.wanted_words)
+        query = {u for u in producing if not u.startswith("n:")}
+        # A failure message counts only when it names something else
+        # ("Could not find [Other Page]. Similar: [...]"); "Invalid
+        # action!" names nothing (its one capital opens the sentence).
+        names = len(sal.strong_units) >= (2 if failed else 1)
+        off_query = bool(query) and names and not (sal.units & producing)
+        self.batch.append(failed)
+        self.last = self.judged = _Obs(
+            step=step, sal=sal, new_units=new_units, failed=failed, relevant=relevant, reading=reading,
+            query_units=query, off_query=off_query, action=call.step if call else None,
+        )
+        self.evidence.add(sal, text)
+        # The call's status is observed too: "Timeout" after a timed-out search is no invention.
+        status = (step.meta or {}).get("status")
+        if isinstance(status, str) and status:
+            self.evidence.words.add(status.lower())
+        self._reset_turn()
+
+    def _check_requery(self, step: Step, sal: Salient) -> None:
+        if self.pending_requery is None:
             return
+        action, earlier = self.pending_requery
+        self.pending_requery = None
+        if earlier.obs is None or jaccard(sal.units, earlier.obs_units) < SAME_RESULT_MIN_JACCARD:
+            return
+        if earlier.failed:
+            reason = (
+                f"the action at step {action.index} repeats step {earlier.step.index}, which had failed "
+                f"({_quote(earlier.obs.text or '', 60)}), and fails the same way"
+            )
+        else:
+            reason = (
+                f"the action at step {action.index} asks again what step {earlier.step.index} already "
+                f"obtained (observation at step {earlier.obs.index}: {_quote(earlier.obs.text or '', 80)})"
+            )
+        self._break(action.index, "requery", reason, {
+            "action": _quote(_step_text(action), 80),
+            "earlier_action_step": earlier.step.index,
+            "earlier_observation_step": earlier.obs.index,
+            "earlier_failed": bool(earlier.failed),
+        })
+
+    # -- the agent's steps -------------------------------------------------------
+    def _agent(self, step: Step) -> None:
+        text = _step_text(step)
+        code = step.kind == "action" and not is_reply(step) or looks_like_code(text)
+        sal = extract(text) if not code or step.kind == "action" else Salient()
+        if step.kind == "thought" or is_reply(step):
+            self.wanted_words |= _content_words(sal)
+        if step.kind == "action" and not is_reply(step):
+            self._call(step, sal)
+        if not self.seen_observation:
+            # Before the first observation the agent can only plan from the
+            # task; nothing to be anchored to yet.
+            return
+        judged = self.judged
+        if sal.units and judged is not None:
+            if self.sem is not None:
+                cos = self.sem.similarity(text[:2000], (judged.step.text or "")[:2000])
+                self.scores[step.index] = round(min(1.0, max(0.0, cos)), 3)
+            else:
+                self.scores[step.index] = lexical_score(sal, judged.sal, self.older_units)
+        if text.strip():
+            self.turn_units |= sal.units
+            self.turn_texts.append(text)
+            if self.turn_first is None and sal.units:
+                self.turn_first = step.index
+            if NEGATED_RE.search(text) or ACK_FAILURE_RE.search(text):
+                self.turn_ack = True
+        if _is_final(step):
+            self._final(step, text, code)
+        elif step.kind == "thought" or is_reply(step):
+            if not code:
+                self._statement(step, text)
+            self.turn_thoughts.append((step.index, text))
+            self.batch = []
+
+    def _call(self, step: Step, sal: Salient) -> None:
+        tool = (step.tool or "").strip().lower()
+        args = step.args if step.args is not None and step.args != "" else step.text
+        toks = action_key(tool, args)[1]
+        call = _Call(step=step, tool=tool, toks=toks, sal=sal)
+        if not _is_final(step):
+            earlier = self._find_requery(tool, toks)
+            if earlier is not None:
+                self.pending_requery = (step, earlier)
+            self.history.setdefault(tool, deque(maxlen=REQUERY_WINDOW)).append(call)
+        else:
+            self._check_resubmission(step)
+            self.submissions.append(call)
+        self.pending.append(call)
+        # The agent's own arguments are evidence for what it says later.
+        args_text = _args_text(step.args) or (step.text or "")
+        self.evidence.add(sal, args_text)
+
+    def _find_requery(self, tool: str, toks: frozenset[str]) -> _Call | None:
+        for call in reversed(self.history.get(tool, ())):
+            if call.obs is not None and jaccard(toks, call.toks) >= REQUERY_MIN_JACCARD:
+                # A successful action of another tool, or a user's turn, since
+                # then may have changed the world (took the apple, toggled a
+                # setting): asking again is then legitimate.
+                if max(self.changed_at.get(tool, -1), self.world_changed_at) > call.step.index:
+                    return None
+                return call
+        return None
+
+    def _check_resubmission(self, step: Step) -> bool:
+        if not self.rejected:
+            return False
+        earlier = self.rejected.get(_normal(step))
+        if earlier is None:
+            return False
+        action, result = earlier
+        self._break(step.index, "rejected_resubmission", (
+            f"the submission at step {step.index} is the one step {action.index} made, which the environment "
+            f"rejected at step {result.index} ({_quote(result.text or '', 60)}); it was sent again unchanged"
+        ), {"earlier_submission_step": action.index, "rejection_step": result.index,
+            "rejection": _quote(result.text or "", 120)})
+        return True
+
+    # -- claims ----------------------------------------------------------------
+    def _statement(self, step: Step, text: str) -> None:
+        """A thought or a reply: success, completion, records, then plain claims."""
+        claims = _claim_sentences(text)
+        last = self.last
+        for sentence in claims:
+            if self._after_failure(step, sentence, last) or self._phantom(step, sentence):
+                return
+        for sentence in claims:
+            if self._record_slip(step, sentence):
+                return
+        statement_numbers = extract(text).numbers
+        for sentence in claims:
+            if ABSENCE_RE.search(sentence):
+                continue
+            sent_sal = extract(sentence)
+            missing = _unsupported_units(sent_sal, self.evidence, sentence, statement_numbers)
+            if missing:
+                self._claim_break(step, _what(step), sentence, missing, self.judged)
+                return
+
+    def _after_failure(self, step: Step, sentence: str, last: _Obs | None) -> bool:
+        if last is None or NEGATED_RE.search(sentence) or ACK_FAILURE_RE.search(sentence):
+            return False
+        success = SUCCESS_RE.search(sentence) or CODE_SUCCESS_RE.search(sentence)
+        data = DATA_CLAIM_RE.search(sentence)
+        if not (success or data):
+            return False
+        if last.failed and all(self.batch or [True]):
+            claim = "success" if success else "what the result holds"
+            self._break(step.index, "unconfirmed_success", (
+                f"the observation at step {last.step.index} reports a failure "
+                f"({_quote(last.step.text or '(empty)', 80)}); the {_what(step)} at step {step.index} claims "
+                f"{claim}: {_quote(sentence, 100)}"
+            ), {"observation_step": last.step.index, "observation": _quote(last.step.text or "(empty)", 120),
+                "claim": sentence[:200]})
+            return True
+        if not success or last.reading.form != "text" or is_reply(step):
+            # A reply to the user may report what any earlier result showed.
+            return False
+        sent_sal = extract(sentence)
+        local = Evidence()
+        local.add(last.sal)
+        local.id_heads = self.evidence.id_heads
+        missing = [u for u in _unsupported_units(sent_sal, local) if not u[:1].isdigit()]
+        if missing:
+            self._break(step.index, "unconfirmed_success", (
+                f"the {_what(step)} at step {step.index} claims {_quote(sentence, 100)}, but the observation "
+                f"at step {last.step.index} ({_quote(last.step.text or '', 80)}) does not show "
+                f"{', '.join(missing[:3])}"
+            ), {"observation_step": last.step.index, "observation": _quote(last.step.text or "", 120),
+                "claim": sentence[:200], "missing": missing[:5]})
+            return True
+        return False
+
+    def _phantom(self, step: Step, sentence: str) -> bool:
+        """An action reported as done that no call did."""
+        m = COMPLETION_RE.search(sentence)
+        if m is None or NEGATED_RE.search(sentence) or not self.any_user_turn and not self.catalogue:
+            return False
+        stem = verb_stem(m.group("verb"))
+        if len(stem) < 3:
+            return False
+        candidates = {t for t in self.catalogue if stem in t}
+        verb = m.group("verb").lower()
+        if any(stem in t for t in self.done_tools) or any(stem in text for text in self.done_texts):
+            return False
+        if self.user_said and (stem in self.user_said or verb in self.user_said):
+            return False  # the user reports having done it ("I turned off Airplane Mode")
+        if candidates:
+            why = f"no call of {', '.join(sorted(candidates)[:3])} was made before it"
+        elif self.any_user_turn and self.calls_since_user == 0:
+            why = "no tool was called since the user's last turn"
+        else:
+            return False
+        self._break(step.index, "phantom_call", (
+            f"the {_what(step)} at step {step.index} reports {_quote(m.group(0), 60)} as done, but {why}: "
+            f"{_quote(sentence, 100)}"
+        ), {"claim": sentence[:200], "verb": m.group("verb"), "tools": sorted(candidates)[:5]})
+        return True
+
+    def _record_slip(self, step: Step, sentence: str) -> bool:
+        slip = self.records.check(sentence)
+        if slip is None:
+            return False
+        if slip["slip"] == "stale":
+            self._break(step.index, "stale_value", (
+                f"the {_what(step)} at step {step.index} says {slip['field']} of {slip['record']} is "
+                f"“{slip['said']}”, but the result at step {slip['step']} shows it is now “{slip['current']}”: "
+                f"{_quote(sentence, 100)}"
+            ), {**slip, "claim": sentence[:200]})
+        else:
+            self._break(step.index, "wrong_record", (
+                f"the {_what(step)} at step {step.index} gives {slip['record']} the {slip['field']} "
+                f"“{slip['said']}”, which belongs to {slip['belongs_to']}; {slip['record']} has “{slip['own']}” "
+                f"(result at step {slip['step']}): {_quote(sentence, 100)}"
+            ), {**slip, "claim": sentence[:200]})
+        return True
+
+    def _final(self, step: Step, text: str, code: bool) -> None:
+        if step.kind == "final":
+            self._check_resubmission(step)
+            self.submissions.append(_Call(step=step, tool=(step.tool or "").lower(), toks=frozenset(), sal=Salient()))
+        answer = text.strip()
+        if code or not answer or LABEL_RE.match(answer.strip("#* ")) or PROTOCOL_FINAL_RE.match(answer):
+            return
+        if any(b.step == step.index for b in self.breaks):
+            return
+        if self._record_slip(step, answer) or self._after_failure(step, answer, self.last):
+            return
+        self._check_final(step, answer)
+        first = self.turn_first if self.turn_first is not None else step.index
+        if not any(b.step >= first for b in self.breaks):
+            self._check_relation(step, text)
+
+    def _check_final(self, step: Step, answer: str) -> None:
+        sal = extract(answer)
+        missing = _unsupported_units(sal, self.evidence, answer)
+        content = [t for t in tokens(answer) if not t.isdigit() and t not in FILLER_WORDS]
+        if not is_cjk(answer) and content:
+            seen = sum(1 for t in content if self.evidence.word_supported(t))
+            if seen / len(content) < FINAL_SUPPORT_MIN:
+                extra = [t for t in content if not self.evidence.word_supported(t) and t not in missing]
+                missing = missing + extra
+        if not missing:
+            return
+        # The answer usually restates the thought just before it: the break is
+        # where the unobserved content first appeared in this turn.
+        wanted = {w for u in missing for w in tokens(u)}
+        flagged = {b.step for b in self.breaks}
+        for index, thought in self.turn_thoughts:
+            if index not in flagged and wanted & set(tokens(thought)):
+                shown = ", ".join(_surface(u, answer) for u in missing[:3])
+                reason = (
+                    f"the thought at step {index} asserts {shown}, which no observation (nor the task) contains, "
+                    f"and the final answer at step {step.index} ({_quote(answer, 60)}) rests on it"
+                )
+                ev = {"claim": thought[:200], "missing": missing[:5], "final_step": step.index}
+                self._break(index, "unsupported_claim", reason, ev)
+                return
+        self._claim_break(step, "final answer", answer, missing, None)
+
+    def _check_relation(self, step: Step, text: str) -> None:
+        answer = step.args if isinstance(step.args, str) and step.args.strip() else text
+        if isinstance(step.args, dict) and len(step.args) == 1:
+            answer = str(next(iter(step.args.values())))
+        slip = wrong_relation(self.task, answer, self.observed)
+        if slip is None:
+            return
+        # The slip happened where the reasoning first took the value up.
+        needle = answer.strip().lower()
+        at = next((i for i, thought in self.turn_thoughts if needle and needle in thought.lower()), step.index)
+        who = f"the thought at step {at}" if at != step.index else f"the final answer at step {step.index}"
+        reason = (
+            f"the observation at step {slip['observation']} ties {', '.join(slip['cues'])} to {slip['rival']} "
+            f"({_quote(slip['other_sentence'], 90)}); {who} takes {_quote(answer.strip(), 40)} from "
+            f"{_quote(slip['answer_sentence'], 90)}, which says nothing about it"
+        )
+        self._break(at, "wrong_relation", reason, {**slip, "final_step": step.index})
+
+    def _claim_break(self, step: Step, what: str, sentence: str, missing: list[str], last: _Obs | None) -> None:
+        shown = ", ".join(_surface(u, sentence) for u in missing[:3])
+        reason = f"the {what} at step {step.index} uses {shown}, which no observation (nor the task) contains"
+        ev: dict[str, Any] = {"claim": sentence[:200], "missing": missing[:5]}
+        if last is not None and last.step.text:
+            quoted = _best_sentence(last.step.text, extract(sentence))
+            if quoted:
+                reason = (
+                    f"the observation at step {last.step.index} says {_quote(quoted, 100)}; "
+                    f"the {what} at step {step.index} uses {shown}, which no observation (nor the task) contains"
+                )
+                ev["observation_step"] = last.step.index
+                ev["observation"] = _quote(quoted, 160)
+        self._break(step.index, "unsupported_claim", reason, ev)
+
+    # -- turns ---------------------------------------------------------------
+    def close_turn(self) -> None:
+        last = self.judged
+        if last is None or self.turn_first is None or self.turn_ack or len(self.turn_units) < IGNORED_MIN_TURN_UNITS:
+            return
+        action = last.action
+        if last.reading.form != "text" or (
+            action is not None and len(action_key(action.tool, action.args)[1]) > IGNORED_MAX_QUERY_TOKENS
+        ):
+            return  # structured data and program output: uptake is not word overlap
         informative = not last.failed and last.relevant and len(last.new_units) >= MIN_INFORMATIVE_NEW_UNITS
         if not (last.off_query or informative):
             return
-        if sem is not None:
-            turn_text = " ".join(turn_texts)[:2000]
-            if sem.similarity(turn_text, (last.step.text or "")[:2000]) >= sem.used_min:
+        if self.sem is not None:
+            turn_text = " ".join(self.turn_texts)[:2000]
+            if self.sem.similarity(turn_text, (last.step.text or "")[:2000]) >= self.sem.used_min:
                 return
         # Any unit counts as use here, the echo of the query included: a turn
         # that builds on the page it asked for has not ignored it.
-        elif len(turn_units & last.sal.units) > IGNORED_MAX_UPTAKE:
+        elif len(self.turn_units & last.sal.units) > IGNORED_MAX_UPTAKE:
             return
         if last.off_query:
             # The result is about something else than what was asked, and the
@@ -450,7 +871,7 @@ def anchor_report(
             asked = sorted(u[2:] for u in last.query_units if not u.startswith("n:"))[:3]
             reason = (
                 f"the observation at step {last.step.index} ({_quote(last.step.text or '', 80)}) is not "
-                f"about what was asked ({', '.join(asked)}); step {turn_first} carries on without "
+                f"about what was asked ({', '.join(asked)}); step {self.turn_first} carries on without "
                 f"using it or saying so"
             )
             ev: dict[str, Any] = {"asked": asked, "observation_units": topic}
@@ -458,145 +879,23 @@ def anchor_report(
             sample = sorted(u[2:] for u in last.new_units if not u.startswith("t:"))[:5]
             reason = (
                 f"the observation at step {last.step.index} brought new facts ({', '.join(sample)}); "
-                f"the next step ({turn_first}) uses none of them and does not say why"
+                f"the next step ({self.turn_first}) uses none of them and does not say why"
             )
             ev = {"new_units": sample}
         ev.update(observation_step=last.step.index, observation=_quote(last.step.text or ""))
-        breaks.append(Break(step=turn_first, pattern="ignored_observation", reason=reason, evidence=ev))
+        self._break(self.turn_first, "ignored_observation", reason, ev)
 
-    observed: list[tuple[int, str]] = []  # (index, text) of observations so far
-    for step in ordered:
-        kind = step.kind
-        if kind == "observation":
-            observed.append((step.index, step.text or ""))
-            close_turn()
-            sal = extract(step.text or "")
-            failed = is_failure(step)
-            if pending_requery is not None:
-                action, earlier = pending_requery
-                pending_requery = None
-                earlier_obs: Step | None = earlier[2]
-                if earlier_obs is not None:
-                    same = jaccard(sal.units, earlier[3]) >= SAME_RESULT_MIN_JACCARD
-                    if same:
-                        if earlier[4]:
-                            reason = (
-                                f"the action at step {action.index} repeats step {earlier[0]}, which had failed "
-                                f"({_quote(earlier_obs.text or '', 60)}), and fails the same way"
-                            )
-                        else:
-                            reason = (
-                                f"the action at step {action.index} asks again what step {earlier[0]} already "
-                                f"obtained (observation at step {earlier_obs.index}: "
-                                f"{_quote(earlier_obs.text or '', 80)})"
-                            )
-                        breaks.append(
-                            Break(
-                                step=action.index,
-                                pattern="requery",
-                                reason=reason,
-                                evidence={
-                                    "action": _quote(_step_text(action), 80),
-                                    "earlier_action_step": earlier[0],
-                                    "earlier_observation_step": earlier_obs.index,
-                                    "earlier_failed": bool(earlier[4]),
-                                },
-                            )
-                        )
-            if last_action_entry is not None and not failed:
-                acted = action_key(last_action_tool, None)[0]
-                for other in history:
-                    if other != acted:
-                        changed_at[other] = step.index
-            if last_action_entry is not None and last_action_entry[2] is None:
-                last_action_entry[2] = step
-                last_action_entry[3] = sal.units
-                last_action_entry[4] = failed
-            producing = last_action_producing.units if last_action_producing is not None else set()
-            if last is not None:
-                older_units |= last.sal.units
-            new_units = sal.strong_units - older_units - producing
-            # On-topic when the new content shares a word with what the agent
-            # is after (task, its own plans); numbers alone do not count.
-            new_words = {w for u in new_units if u[0] in "eict" for w in u[2:].split(" ") if not w.isdigit()}
-            relevant = bool(new_words & wanted_words)
-            query = {u for u in producing if not u.startswith("n:")}
-            # A failure message counts only when it names something else
-            # ("Could not find [Other Page]. Similar: [...]"); "Invalid
-            # action!" names nothing (its one capital opens the sentence).
-            names = len(sal.strong_units) >= (2 if failed else 1)
-            off_query = bool(query) and names and not (sal.units & producing)
-            last = _Obs(
-                step=step,
-                sal=sal,
-                new_units=new_units,
-                failed=failed,
-                relevant=relevant,
-                query_units=query,
-                off_query=off_query,
-            )
-            evidence.add(sal)
-            # The call's status is observed too: "Timeout" after a timed-out search is no invention.
-            status = (step.meta or {}).get("status")
-            if isinstance(status, str) and status:
-                evidence.words.add(status.lower())
-            turn_units = set()
-            turn_texts = []
-            turn_thoughts = []
-            turn_first = None
-            turn_ack = False
-            last_action_entry = None
-            last_action_producing = None
-            continue
-        if kind not in AGENT_KINDS:
-            continue
-        text = _step_text(step)
-        sal = extract(text)
-        if kind == "thought":
-            wanted_words |= _content_words(sal)
-        if last is None:
-            # Before the first observation the agent can only plan from the
-            # task; nothing to be anchored to yet.
-            if kind == "action":
-                last_action_entry, last_action_producing = _remember_action(step, history), sal
-                last_action_tool = step.tool or ""
-            continue
-        units = sal.units
-        if units:
-            if sem is not None:
-                cos = sem.similarity(text[:2000], (last.step.text or "")[:2000])
-                scores[step.index] = round(min(1.0, max(0.0, cos)), 3)
-            else:
-                scores[step.index] = lexical_score(sal, last.sal, older_units)
-        if text.strip():
-            turn_units |= units
-            turn_texts.append(text)
-            if turn_first is None and units:
-                turn_first = step.index
-            if NEGATED_RE.search(text) or ACK_FAILURE_RE.search(text):
-                turn_ack = True
+    def _break(self, step: int, pattern: str, reason: str, evidence: dict[str, Any]) -> None:
+        self.breaks.append(Break(step=step, pattern=pattern, reason=reason, evidence=evidence))
 
-        if kind == "thought":
-            _check_thought(step, text, last, evidence, breaks)
-            turn_thoughts.append((step.index, text))
-        elif _is_final(step):
-            _check_final(step, text, evidence, breaks, turn_thoughts)
-            if not any(b.step >= (turn_first if turn_first is not None else step.index) for b in breaks):
-                _check_relation(step, text, task or "", observed, breaks, turn_thoughts)
-        if kind == "action" and not _is_final(step):
-            earlier = _find_requery(step, history, changed_at)
-            if earlier is not None:
-                pending_requery = (step, earlier)
-            last_action_entry, last_action_producing = _remember_action(step, history), sal
-            last_action_tool = step.tool or ""
-    close_turn()
-
-    breaks.sort(key=lambda b: (b.step, _PRIORITY[b.pattern]))
-    if not breaks:
-        return AnchorReport(first_break=None, reason="", evidence={}, scores=scores, breaks=[])
-    first = breaks[0]
-    ev = {"pattern": first.pattern, "step": first.step, **first.evidence}
-    return AnchorReport(first_break=first.step, reason=first.reason, evidence=ev, scores=scores, breaks=breaks)
+    def report(self) -> AnchorReport:
+        breaks = sorted(self.breaks, key=lambda b: (b.step, _PRIORITY[b.pattern]))
+        if not breaks:
+            return AnchorReport(first_break=None, reason="", evidence={}, scores=self.scores, breaks=[])
+        first = breaks[0]
+        ev = {"pattern": first.pattern, "step": first.step, **first.evidence}
+        return AnchorReport(first_break=first.step, reason=first.reason, evidence=ev, scores=self.scores,
+                            breaks=breaks)
 
 
 def _content_words(sal: Salient) -> set[str]:
@@ -606,169 +905,18 @@ def _content_words(sal: Salient) -> set[str]:
     return words
 
 
-def _remember_action(step: Step, history: dict[str, deque[list[Any]]]) -> list[Any]:
-    tool, toks = action_key(step.tool or "", _action_args(step))
-    entry: list[Any] = [step.index, toks, None, set(), False]
-    history.setdefault(tool, deque(maxlen=REQUERY_WINDOW)).append(entry)
-    return entry
+def _normal(step: Step) -> str:
+    """A submission's content, up to white space: what "the same solution" means."""
+    return " ".join(_step_text(step).split())
 
 
-def _action_args(step: Step) -> Any:
-    if step.args is not None and step.args != "":
-        return step.args
-    return step.text
-
-
-def _find_requery(step: Step, history: dict[str, deque[list[Any]]], changed_at: dict[str, int]) -> list[Any] | None:
-    tool, toks = action_key(step.tool or "", _action_args(step))
-    for entry in reversed(history.get(tool, ())):
-        if entry[2] is not None and jaccard(toks, entry[1]) >= REQUERY_MIN_JACCARD:
-            # A successful action of another tool since then may have changed
-            # the world (took the apple, opened the drawer): asking again is
-            # then legitimate, as in the ReAct ALFWorld exemplars.
-            if changed_at.get(tool, -1) > entry[0]:
-                return None
-            return entry
-    return None
-
-
-def _check_thought(step: Step, text: str, last: _Obs, evidence: _Evidence, breaks: list[Break]) -> None:
-    claims = _claim_sentences(text)
-    # Success right after a failed observation, or about what the latest
-    # observation does not show.
-    for sentence in claims:
-        if not SUCCESS_RE.search(sentence) or NEGATED_RE.search(sentence) or ACK_FAILURE_RE.search(sentence):
-            continue
-        if last.failed:
-            breaks.append(
-                Break(
-                    step=step.index,
-                    pattern="unconfirmed_success",
-                    reason=(
-                        f"the observation at step {last.step.index} reports a failure "
-                        f"({_quote(last.step.text or '(empty)', 80)}); the thought at step {step.index} "
-                        f"claims success: {_quote(sentence, 100)}"
-                    ),
-                    evidence={
-                        "observation_step": last.step.index,
-                        "observation": _quote(last.step.text or "(empty)", 120),
-                        "claim": sentence[:200],
-                    },
-                )
-            )
-            return
-        sent_sal = extract(sentence)
-        local = _Evidence()
-        local.add(last.sal)
-        local.id_heads = evidence.id_heads
-        missing = [u for u in _unsupported_units(sent_sal, local) if not u.isdigit()]
-        if missing:
-            breaks.append(
-                Break(
-                    step=step.index,
-                    pattern="unconfirmed_success",
-                    reason=(
-                        f"the thought at step {step.index} claims {_quote(sentence, 100)}, but the observation "
-                        f"at step {last.step.index} ({_quote(last.step.text or '', 80)}) does not show "
-                        f"{', '.join(missing[:3])}"
-                    ),
-                    evidence={
-                        "observation_step": last.step.index,
-                        "observation": _quote(last.step.text or "", 120),
-                        "claim": sentence[:200],
-                        "missing": missing[:5],
-                    },
-                )
-            )
-            return
-    for sentence in claims:
-        if ABSENCE_RE.search(sentence):
-            continue
-        sent_sal = extract(sentence)
-        missing = _unsupported_units(sent_sal, evidence)
-        if missing:
-            _add_claim_break(step, "thought", sentence, missing, last, breaks)
-            return
-
-
-def _check_final(
-    step: Step, text: str, evidence: _Evidence, breaks: list[Break], turn_thoughts: list[tuple[int, str]]
-) -> None:
-    answer = text.strip()
-    if not answer or LABEL_RE.match(answer):
-        return
-    sal = extract(answer)
-    missing = _unsupported_units(sal, evidence)
-    content = [t for t in tokens(answer) if not t.isdigit() and t not in FILLER_WORDS]
-    if not is_cjk(answer) and content:
-        seen = sum(1 for t in content if t in evidence.words)
-        if seen / len(content) < FINAL_SUPPORT_MIN:
-            extra = [t for t in content if t not in evidence.words and t not in missing]
-            missing = missing + extra
-    if not missing:
-        return
-    # The answer usually restates the thought just before it: the break is
-    # where the unobserved content first appeared in this turn.
-    wanted = {w for u in missing for w in tokens(u)}
-    flagged = {b.step for b in breaks}
-    for index, thought in turn_thoughts:
-        if index not in flagged and wanted & set(tokens(thought)):
-            shown = ", ".join(_surface(u, answer) for u in missing[:3])
-            reason = (
-                f"the thought at step {index} asserts {shown}, which no observation (nor the task) contains, "
-                f"and the final answer at step {step.index} ({_quote(answer, 60)}) rests on it"
-            )
-            ev = {"claim": thought[:200], "missing": missing[:5], "final_step": step.index}
-            breaks.append(Break(step=index, pattern="unsupported_claim", reason=reason, evidence=ev))
-            return
-    _add_claim_break(step, "final answer", answer, missing, None, breaks)
-
-
-def _check_relation(step: Step, text: str, task: str, observed: list[tuple[int, str]], breaks: list[Break],
-                    turn_thoughts: list[tuple[int, str]]) -> None:
-    answer = step.args if isinstance(step.args, str) and step.args.strip() else text
-    if isinstance(step.args, dict) and len(step.args) == 1:
-        answer = str(next(iter(step.args.values())))
-    slip = wrong_relation(task, answer, observed)
-    if slip is None:
-        return
-    # The slip happened where the reasoning first took the value up.
-    needle = answer.strip().lower()
-    at = next((i for i, thought in turn_thoughts if needle and needle in thought.lower()), step.index)
-    who = f"the thought at step {at}" if at != step.index else f"the final answer at step {step.index}"
-    reason = (
-        f"the observation at step {slip['observation']} ties {', '.join(slip['cues'])} to {slip['rival']} "
-        f"({_quote(slip['other_sentence'], 90)}); {who} takes {_quote(answer.strip(), 40)} from "
-        f"{_quote(slip['answer_sentence'], 90)}, which says nothing about it"
-    )
-    breaks.append(Break(step=at, pattern="wrong_relation", reason=reason, evidence={**slip, "final_step": step.index}))
-
-
-def _surface(unit: str, sentence: str) -> str:
-    """The unit as the agent wrote it ("Haiyan", not "haiyan"; "7,500", not "7500")."""
-    if unit[:1].isdigit():
-        for found in re.finditer(r"\d[\d,.]*(?:st|nd|rd|th|s)?", sentence):
-            if normalize_number(found.group(0).rstrip(".,")) == unit:
-                return found.group(0).rstrip(".,")
-        return unit
-    m = re.search(re.escape(unit).replace(r"\ ", r"[\s\-]+"), sentence, re.IGNORECASE)
-    return m.group(0) if m else unit
-
-
-def _add_claim_break(
-    step: Step, what: str, sentence: str, missing: list[str], last: _Obs | None, breaks: list[Break]
-) -> None:
-    shown = ", ".join(_surface(u, sentence) for u in missing[:3])
-    reason = f"the {what} at step {step.index} uses {shown}, which no observation (nor the task) contains"
-    ev: dict[str, Any] = {"claim": sentence[:200], "missing": missing[:5]}
-    if last is not None and last.step.text:
-        probe = extract(sentence)
-        quoted = _best_sentence(last.step.text, probe)
-        if quoted:
-            reason = (
-                f"the observation at step {last.step.index} says {_quote(quoted, 100)}; "
-                f"the {what} at step {step.index} uses {shown}, which no observation (nor the task) contains"
-            )
-            ev["observation_step"] = last.step.index
-            ev["observation"] = _quote(quoted, 160)
-    breaks.append(Break(step=step.index, pattern="unsupported_claim", reason=reason, evidence=ev))
+def _tool_names(context: dict[str, Any] | None, steps: Sequence[Step]) -> frozenset[str]:
+    """Tools the run knows of: from the context's schemas and every call made."""
+    names = {(s.tool or "").strip().lower() for s in steps if s.kind == "action" and s.tool}
+    for schema in (context or {}).get("tools") or []:
+        if isinstance(schema, dict):
+            fn = schema.get("function") if isinstance(schema.get("function"), dict) else schema
+            name = fn.get("name")
+            if isinstance(name, str):
+                names.add(name.strip().lower())
+    return frozenset(n for n in names if n and n not in REPLY_TOOLS and n not in FINISH_TOOLS)

@@ -235,6 +235,17 @@ _SENTENCE_END = re.compile(r"[.!?。！？;；:\n]")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 
 
+# A number glued to its unit ("750ml", "16gb", "15-inch", "500-piece").
+_MEASURE_RE = re.compile(r"^(\d[\d,]*(?:\.\d+)?)-?([a-z]{1,12})$")
+# List markers at the start of a line ("1.", "2)", "-", "•"): what follows
+# opens a sentence.
+_LIST_MARK_RE = re.compile(r"(?m)^[ \t]*(?:\d{1,2}[.)]|[-•*–·])[ \t]+")
+
+# An identifier with an inner capital: "AssertionError", "HashMap", "iPhone" is
+# let through only when its first letter is lower-case (a brand).
+_CAMEL_RE = re.compile(r"^[A-Z][a-z0-9]+[A-Z]\w*$")
+
+
 def normalize_number(raw: str) -> str:
     """'1,800' -> '1800', '21st' -> '21', '2.50' -> '2.5', '1990s' -> '1990'."""
     core = re.sub(r"(st|nd|rd|th|s)$", "", raw.lower())
@@ -296,7 +307,9 @@ def extract(text: str) -> Salient:
     out = Salient()
     if not text:
         return out
-    text = text[:MAX_SCAN_CHARS]
+    text = text[:MAX_SCAN_CHARS].replace("’", "'")
+    if "\n" in text:
+        text = _LIST_MARK_RE.sub("\n", text)
     # Capitalised span being built: list of (word, lower) and whether it
     # started a sentence (a lone sentence-initial capital is not a name).
     span: list[str] = []
@@ -322,10 +335,19 @@ def extract(text: str) -> Salient:
             lowered = tuple(re.sub(r"['’]s$", "", w.lower()) for w in words)
             # A lone "So" / "Now" / "It" is a sentence opener, not a name; so is
             # a lone sentence-initial verb form ("Retrying.", "Checked the drawer").
-            opener = len(lowered) == 1 and (
-                lowered[0] in EN_STOP_WORDS
+            # A lone capital opening a sentence is an opener more often than a
+            # name ("Thank you", "Great", "Retrying."), and so is a contraction
+            # ("I'd", "You're"); code identifiers (CamelCase, AssertionError)
+            # name program parts, not things in the world.
+            # Upper-case codes ("SMS", "GB SSD", "AZ") are abbreviations of a
+            # vocabulary, not names the answer depends on (ids carry digits).
+            codes = all(w.isupper() and len(w) <= 5 for w in words)
+            opener = codes or len(lowered) == 1 and (
+                span_sentence_start
+                or lowered[0] in EN_STOP_WORDS
                 or lowered[0] in FILLER_WORDS
-                or (span_sentence_start and len(lowered[0]) > 5 and lowered[0].endswith(("ing", "ed")))
+                or "'" in lowered[0]
+                or _CAMEL_RE.match(words[0]) is not None
             )
             if not opener:
                 out.entities.append(lowered)
@@ -388,7 +410,13 @@ def extract(text: str) -> Salient:
             prev_word = word
             continue
         if _has_digit(word):
-            out.ids.add(lower)
+            measure = _MEASURE_RE.match(lower)
+            if measure:
+                # "750ml", "16gb", "500-piece": a quantity with its unit.
+                out.numbers.add(normalize_number(measure.group(1)))
+                out.words.add(measure.group(2))
+            if not measure or "-" not in lower:
+                out.ids.add(lower)
             if span:
                 close_span()
             prev_word = word
@@ -422,5 +450,12 @@ def is_cjk(text: str) -> bool:
 def split_sentences(text: str) -> list[str]:
     """Sentences/clauses of a thought. Decimal points and initials do not split."""
     text = text[:MAX_SCAN_CHARS]
-    parts = re.split(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\d\.)\s+|[。！？；;\n]+", text)
+    # After a number, a period ends the sentence only before a capital ("at
+    # $219.88. Your …"), not in "in 1. the first …" or a list of "1. 2. 3.".
+    parts = re.split(
+        r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bMr\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bNo\.)"
+        r"(?:(?<!\d\.)\s+|\s+(?=[A-Z“\"(]))"
+        r"|[。！？；;\n]+",
+        text,
+    )
     return [p.strip() for p in parts if p and p.strip()]

@@ -1,0 +1,292 @@
+"""What the agent could know at a step: the evidence its claims are checked against.
+
+Evidence is the task, the run's context (system prompt, policy, tool schemas),
+every observation (tool results and user turns) **and the agent's own earlier
+actions** (code it wrote, arguments it sent): a value the agent typed into a
+call is no invention when it repeats it. Not evidence: its own thoughts and
+replies, or a claim could back itself by being said twice.
+
+Beyond exact matches, a claim is grounded when it is
+- arithmetic over evidence numbers (``247`` after ``375 − 128``; totals,
+  differences, products, ratios and percentages of two numbers, and the sum
+  of the numbers its own sentence lists);
+- the same number in another format or rounding (``$2,895.55``, ``2895.6``);
+- a date written another way (``2025-02-25`` backs ``February 25``);
+- a name spelt out from a code the evidence holds (``ATL`` backs ``Atlanta``,
+  ``PHL`` backs ``Philadelphia``: the code's letters in order, same initial);
+- a name sharing its stem with an observed word (``Canadian`` backs ``Canada``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from itertools import islice
+
+from tracing.anchoring.salience import ZH_COMMON, Salient
+
+# Unit conversions an agent computes with but no page states (minutes in an
+# hour, hours in a day, ...): using them is arithmetic, not an invented fact.
+CONVERSION_NUMBERS = frozenset({"60", "24", "7", "12", "100", "1000", "365"})
+
+# Number words that back the digits a thought writes for them.
+NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "twice": 2, "double": 2, "pair": 2, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4,
+    "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
+}
+
+# An entity counts as observed when at least this share of its words occurs in
+# the evidence: "Mussolini" for "Benito Amilcare Andrea Mussolini" passes, so
+# does a 2-of-3 match ("President Richard Nixon"); "Alexander McNair" against
+# a page that only says "Alexander" (1 of 2) does not.
+ENTITY_SUPPORT_MIN = 0.6
+
+# Names sharing this many leading letters are one stem ("Canad-a/-ian",
+# "Japan/-ese"); shorter stems start to merge unrelated names.
+STEM_CHARS = 5
+
+# Arithmetic is tried over this many of the most recent evidence numbers (plus
+# the claim's own sentence): pairs of 40 are 1,600 tries, only for a number
+# that matched nothing exactly, so a run's cost stays linear in practice.
+ARITHMETIC_POOL = 40
+
+# Amounts with decimals (prices, measures) are also checked for sums and
+# differences over the numbers of the latest results, this many at most: with
+# cents, a chance match among them is rare, which it is not for integers.
+DECIMAL_POOL = 400
+
+# Operands of a sum or difference must exceed this: "1807" is not grounded as
+# "1800 + 7" because some 7 was seen somewhere.
+SMALL_OPERAND = 12
+
+# A code is 2 to 5 capital letters ("ATL", "PHL", "NYSE"); longer caps are words.
+_CODE_RE = re.compile(r"\b[A-Z]{2,5}\b")
+_ISO_DATE_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+         ("november", "nov"), ("december", "dec")],
+        start=1,
+    )
+    for m in names
+}
+_WORD_DATE_RE = re.compile(
+    r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.? (\d{1,2})(?:st|nd|rd|th)?(?:,? (\d{4}))?\b",
+    re.I,
+)
+
+
+def dates_in(text: str) -> set[str]:
+    """Dates as "MM-DD" and "YYYY-MM-DD" keys, from ISO and "Month D, YYYY" forms."""
+    out: set[str] = set()
+    for y, m, d in _ISO_DATE_RE.findall(text):
+        out.update((f"{int(m):02d}-{int(d):02d}", f"{y}-{int(m):02d}-{int(d):02d}"))
+    for month, day, year in _WORD_DATE_RE.findall(text):
+        key = f"{_MONTHS[month.lower()]:02d}-{int(day):02d}"
+        out.add(key)
+        if year:
+            out.add(f"{year}-{key}")
+    return out
+
+
+def _as_float(number: str) -> float | None:
+    try:
+        return float(number)
+    except ValueError:
+        return None
+
+
+class Evidence:
+    """Everything the agent was given or got so far: words, numbers, ids, dates, codes."""
+
+    def __init__(self) -> None:
+        self.words: set[str] = set()
+        self.numbers: set[str] = set(CONVERSION_NUMBERS)
+        self.ids: set[str] = set()
+        # Words that head an identifier somewhere ("potato" in "potato 3"):
+        # for those the exact identifier must have been observed.
+        self.id_heads: set[str] = set()
+        # Word stems, so "Canada" is backed by "Canadian" (names only).
+        self.prefixes: set[str] = set()
+        self.dates: set[str] = set()
+        # Upper-case codes ("ATL") that a spelt-out name may expand.
+        self.codes: set[str] = set()
+        self._recent: deque[float] = deque(maxlen=ARITHMETIC_POOL)
+        self._decimal_pool: deque[float] = deque(maxlen=DECIMAL_POOL)
+
+    def add(self, sal: Salient, text: str = "") -> None:
+        self.words |= sal.words
+        self.numbers |= sal.numbers
+        # "two adults" backs a later "2 x 12.40"; 两名成人 likewise.
+        self.numbers.update(str(NUMBER_WORDS[w]) for w in sal.words if w in NUMBER_WORDS)
+        self.numbers.update(str(NUMBER_WORDS[ch]) for piece in sal.cjk for ch in piece if ch in NUMBER_WORDS)
+        self.ids |= sal.ids
+        self.id_heads.update(i.split(" ")[0] for i in sal.ids if " " in i)
+        self.prefixes.update(w[:STEM_CHARS] for w in sal.words if len(w) >= STEM_CHARS + 1 and w.isalpha())
+        for number in sal.numbers:
+            value = _as_float(number)
+            if value is not None:
+                self._recent.append(value)
+                self._decimal_pool.append(value)
+        if text:
+            head = text[:20_000]
+            if "-" in head or any(m in head.lower() for m in ("jan", "feb", "mar", "apr", "may", "jun", "jul",
+                                                               "aug", "sep", "oct", "nov", "dec")):
+                self.dates |= dates_in(head)
+            self.codes.update(m.lower() for m in _CODE_RE.findall(head))
+
+    def add_data(self, data: object) -> None:
+        """Totals a structured result implies: the sum of each numeric field
+        over a list of records (an order's item prices -> its total)."""
+        for total in _list_sums(data):
+            self.numbers.add(_fmt(total))
+            self._decimal_pool.append(total)
+
+    # -- numbers -------------------------------------------------------------
+    def number_supported(self, number: str, sentence_numbers: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
+        if number in self.numbers:
+            return True
+        value = _as_float(number)
+        if value is None:
+            return False
+        # The same number rounded: 2895.6 for 2895.55, 150 for 149.99.
+        for known in islice(reversed(self._recent), ARITHMETIC_POOL):
+            if abs(known - value) <= max(0.05, abs(known) * 0.0005) and _rounds_to(known, number):
+                return True
+        return self._derived(value, sentence_numbers, number)
+
+    def _derived(self, value: float, sentence_numbers: set[str], written: str) -> bool:
+        own = [v for n in sentence_numbers if (v := _as_float(n)) is not None and v != value]
+        pool = list(dict.fromkeys([*own, *self._recent]))
+        if len(own) >= 2 and _subset_sum(own, written):
+            return True  # "a total of 12" after listing the parts
+        if "." in written and self._sum_or_difference(value, written):
+            return True
+        for i, a in enumerate(pool):
+            for b in pool[i + 1 :]:
+                # Sums and differences only of real quantities: with a small
+                # operand any number is "1807 = 1800 + 7" of something.
+                if min(a, b) > SMALL_OPERAND and (_matches(a + b, written) or _matches(abs(a - b), written)):
+                    return True
+                if _matches(a * b, written) or _matches(a * b / 100, written):
+                    return True
+                if b and (_matches(a / b, written) or _matches(100 * a / b, written)):
+                    return True
+                if a and (_matches(b / a, written) or _matches(100 * b / a, written)):
+                    return True
+        return False
+
+    def _sum_or_difference(self, value: float, written: str) -> bool:
+        """value = a + b or |a - b| over the latest results' numbers, in O(n)."""
+        pool = {round(v, 2) for v in self._decimal_pool}
+        for a in pool:
+            if a <= SMALL_OPERAND:
+                continue
+            for b in (round(value - a, 2), round(a - value, 2), round(a + value, 2)):
+                if b > SMALL_OPERAND and b in pool and _matches(a + b if b == round(value - a, 2) else abs(a - b),
+                                                                 written):
+                    return True
+        return False
+
+    # -- ids, words, names ----------------------------------------------------
+    def id_supported(self, ident: str) -> bool:
+        if ident in self.ids:
+            return True
+        head, _, number = ident.rpartition(" ")
+        # "ended 66": "ended" never names a thing; judge the number alone.
+        return bool(head) and head not in self.id_heads and number in self.numbers
+
+    def word_supported(self, word: str) -> bool:
+        if word in self.words or word.replace(".", "") in self.words:
+            return True
+        if len(word) >= STEM_CHARS + 1 and word.isalpha() and word[:STEM_CHARS] in self.prefixes:
+            return True
+        return self._expands_code(word)
+
+    def _expands_code(self, word: str) -> bool:
+        """"atlanta" from "atl": the code's letters in order in the word, same initial."""
+        if not self.codes or not word.isalpha() or len(word) < 4:
+            return False
+        for code in self.codes:
+            if code[0] != word[0] or len(code) >= len(word):
+                continue
+            it = iter(word)
+            if all(ch in it for ch in code):
+                return True
+        return False
+
+    def entity_supported(self, entity: tuple[str, ...]) -> bool:
+        content = [w for w in entity if w not in ("of", "the", "and", "&")]
+        if not content:
+            return True
+        hits = sum(1 for w in content if self.word_supported(w))
+        return hits / len(content) >= ENTITY_SUPPORT_MIN
+
+    def cjk_supported(self, piece: str) -> bool:
+        if len(piece) < 2:
+            return True
+        bigrams = [piece[i : i + 2] for i in range(len(piece) - 1)]
+        return any(b in self.words or b in ZH_COMMON for b in bigrams)
+
+    def date_supported(self, key: str) -> bool:
+        return key in self.dates or (len(key) == 10 and key[5:] in self.dates)
+
+
+# At most this many of a statement's own numbers are tried as parts of a sum
+# (2^12 subsets): a reply listing the items it totals.
+MAX_SUM_PARTS = 12
+
+
+def _subset_sum(parts: list[float], written: str) -> bool:
+    parts = [p for p in parts if p > 0][:MAX_SUM_PARTS]
+    sums = {0.0}
+    for part in parts:
+        sums |= {round(s + part, 6) for s in sums}
+    return any(_matches(s, written) for s in sums if s)
+
+
+def _fmt(value: float) -> str:
+    text = f"{round(value, 2)}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _list_sums(data: object, depth: int = 0) -> list[float]:
+    """Per numeric field, its sum over each list of objects in ``data``."""
+    out: list[float] = []
+    if depth > 6:
+        return out
+    if isinstance(data, dict):
+        for value in list(data.values())[:200]:
+            out.extend(_list_sums(value, depth + 1))
+    elif isinstance(data, list) and data:
+        rows = [r for r in data[:500] if isinstance(r, dict)]
+        if len(rows) >= 2:
+            totals: dict[str, float] = {}
+            for row in rows:
+                for key, value in row.items():
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        totals[key] = totals.get(key, 0.0) + value
+            out.extend(totals.values())
+        for item in data[:200]:
+            if isinstance(item, (dict, list)):
+                out.extend(_list_sums(item, depth + 1))
+    return out
+
+
+def _matches(derived: float, written: str) -> bool:
+    """The derived value as the agent would write it: rounded to the decimals it wrote."""
+    try:
+        return round(derived, _decimals(written)) == float(written)
+    except (ValueError, OverflowError):
+        return False
+
+
+def _decimals(written: str) -> int:
+    return len(written.split(".", 1)[1]) if "." in written else 0
+
+
+def _rounds_to(known: float, written: str) -> bool:
+    return _matches(known, written)

@@ -1,0 +1,134 @@
+"""Phrases that tell what an agent's sentence does: plan, hedge, negate,
+report success, report a completed action, or state what a result holds.
+
+English and Chinese, generic on purpose: no strings of one benchmark or tool.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Observation text meaning "the call did not work" (generic tool and
+# environment messages; no source-specific strings).
+FAILURE_RE = re.compile(
+    r"nothing happens|invalid action|could not find|couldn't find|no results?\b|not found|"
+    r"\berror\b|failed|failure|timed? ?out|cannot |can't |unable to|does not exist|no such|"
+    r"没有找到|未找到|找不到|错误|失败|无结果|没有结果|什么也没有发生|超时|无效"
+)
+
+# Sentences that plan, ask or hedge assert no fact.
+PLAN_RE = re.compile(
+    r"^(?:(?:so|then|now|next|first|and|but|ok|okay|thus|therefore|after that)[, ]+)*"
+    r"(?:i need|i should|i will|i'll|i must|i have to|i can(?! see)|i could|i may|i might|i want|"
+    r"i am going|i'm going|let me|let's|lets|we need|we should|maybe|perhaps|to find|to solve|"
+    r"search|look up|lookup|find|check|try|if\b|i'?m not sure|i do not know|i don't know)"
+    r"|^(?:我需要|我应该|我要|我会|接下来|下一步|让我|我们需要|搜索|查找|查询|也许|可能|如果|首先)",
+    re.IGNORECASE,
+)
+
+# Hedged sentences guess, they do not assert ("a mug is more likely to appear
+# in cabinet (1-9)"); a guess is not a claim about what was observed.
+HEDGE_RE = re.compile(
+    r"\b(?:likely|probably|possibly|presumably|i think|i guess|i believe|i assume|might|could be|may be|"
+    r"seems?|appears? to)\b|可能|也许|大概|估计|应该是",
+    re.IGNORECASE,
+)
+
+# Sentences that report something as absent or unknown legitimately name
+# things no observation contains ("It does not mention Haiyan").
+NEGATED_RE = re.compile(
+    r"\b(?:not|no|never|nothing|none|neither|nor|without|doesn't|don't|didn't|isn't|wasn't|aren't|"
+    r"weren't|cannot|can't|couldn't|unable|unclear|unknown)\b|没有|未|不|无",
+    re.IGNORECASE,
+)
+
+# Clauses that report something as *not observed* ("it does not mention
+# Haiyan") legitimately name what no observation contains; other negations
+# ("X is not from Haiyan") still assert facts and are checked.
+ABSENCE_RE = re.compile(
+    r"\b(?:not|n't|never|no|nothing)\b\s+(?:\w+\s+){0,2}?(?:mention|mentions|mentioned|say|says|said|state|states|"
+    r"contain|contains|include|includes|list|lists|listed|show|shows|tell|tells|find|found|know|known|"
+    r"give|gives|provide|provides|information|info|sure|clear|about|exist|exists)\b"
+    r"|没有提到|没有提及|未提及|没有说|不知道|没找到|没有找到|不清楚",
+    re.IGNORECASE,
+)
+
+# "Done", "found it", "Now I take the X": the agent reports success/progress.
+# "done" alone is too common in prose ("he has done voice acting"), so only
+# first-person and task-level forms count.
+SUCCESS_RE = re.compile(
+    r"\b(?:found it|i found|i(?:'ve| have) found|now i (?:find|found|have|take|took|put|open|opened|"
+    r"clean|cleaned|heat|heated|cool|cooled|use|used|get|got|place|placed|pick|picked|toggle|slice)|"
+    r"i(?:'m| am) done|all done|^done|succeeded|successfully|it worked|"
+    r"(?:task|goal|job) (?:is |has been )?(?:complete|completed|finished|done|accomplished)|"
+    r"i(?:'ve| have) (?:put|placed|taken|cleaned|heated|cooled|finished|completed))\b"
+    r"|找到了|已找到|完成了|已完成|成功|搞定|已经(?:拿|放|找|打开|完成)",
+    re.IGNORECASE,
+)
+
+# The agent saying a result failed is acknowledging it, not claiming success.
+ACK_FAILURE_RE = re.compile(
+    r"nothing happen|did(?:n't| not) work|failed|invalid|not (?:found|work)|could(?:n't| not)|"
+    r"again|retry|error|wrong|没有|失败|错误|无效|再试",
+    re.IGNORECASE,
+)
+
+# A final answer made only of capital letters is a label from a closed set
+# (SUPPORTS / NOT ENOUGH INFO), not a claim about the world.
+LABEL_RE = re.compile(r"^[A-Z][A-Z _-]*$")
+
+
+# "Done", "passed", "it works": success claims of code, shell and SQL agents.
+CODE_SUCCESS_RE = re.compile(
+    r"\b(?:(?:all )?(?:the )?tests? (?:cases? )?(?:ha(?:ve|s) )?passed|passe[sd] (?:all )?(?:the )?(?:tests?|checks?)|"
+    r"(?:it|this|the (?:function|code|query|command|script|program|solution|fix))(?: now)? "
+    r"(?:works|worked|is working|is correct|ran successfully|executed successfully|returns? the (?:expected|correct))|"
+    r"(?:returned|produced|gave|printed) the (?:expected|correct)|works as expected|as expected|"
+    r"(?:output|result) (?:is|looks) (?:correct|right|as expected))\b",
+    re.IGNORECASE,
+)
+
+# The agent describing what a result holds ("the output shows 5 files", "the
+# query returned the names"): after an empty or failed result, that is data
+# the result does not have.
+DATA_CLAIM_RE = re.compile(
+    r"\b(?:the |this |that |its )?(?:output|result|results|query|response|command|table|list|search|lookup)s?\b"
+    r"[^.\n]{0,40}?\b(?:shows?|showed|contains?|contained|lists?|listed|returns?|returned|gives?|gave|"
+    r"includes?|included|displays?|displayed|prints?|printed|confirms?|confirmed|indicates?|indicated)\b",
+    re.IGNORECASE,
+)
+
+# An action the agent reports as done: first person ("I've cancelled", "I
+# went ahead and updated") or the passive of a record ("has been cancelled",
+# "was refunded", "is now active"). Group "verb" is the verb as written.
+COMPLETION_RE = re.compile(
+    r"\b(?:i(?:'ve| have)?(?: just| now| successfully| already| gone ahead and| went ahead and)?|we(?:'ve| have)|"
+    r"(?:has|have)(?: now| successfully| already)? been(?: successfully)?|(?:was|were)(?: successfully)?|(?:is|are) now)\s+"
+    r"(?P<verb>cancel(?:l?ed)|modified|updated|changed|exchanged|returned|refunded|transferred|booked|reset|"
+    r"enabled|disabled|toggled|turned (?:on|off)|granted|sent|submitted|paid|processed|charged|created|deleted|"
+    r"removed|added|resumed|suspended|activated|deactivated|upgraded|downgraded|renewed|scheduled|placed|"
+    r"applied|issued|restored|unlocked|locked|approved|rejected|refilled|replaced)\b",
+    re.IGNORECASE,
+)
+
+# The verb's stem, as tool names and tool results spell it ("cancelled" ->
+# "cancel", "paid" -> "pay", "sent" -> "send").
+IRREGULAR_STEMS = {"paid": "pay", "sent": "send", "turned on": "toggl", "turned off": "toggl", "reset": "reset"}
+
+
+def verb_stem(verb: str) -> str:
+    verb = verb.lower()
+    if verb in IRREGULAR_STEMS:
+        return IRREGULAR_STEMS[verb]
+    for suffix in ("lled", "ied", "ed"):
+        if verb.endswith(suffix) and len(verb) - len(suffix) >= 3:
+            stem = verb[: -len(suffix)]
+            if suffix == "lled":
+                return stem + "l"
+            if suffix == "ed" and len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "ls":
+                return stem[:-1]  # transferred, submitted
+            return stem
+    return verb
+
+# A protocol token that ends a run, not an answer ("###STOP###", "submit").
+PROTOCOL_FINAL_RE = re.compile(r"^\W*(?:stop|submit|done|finish|end|exit|quit|terminate)\W*$", re.IGNORECASE)

@@ -1,0 +1,241 @@
+"""Records in structured results, for two slips a word match cannot see.
+
+Tool-calling and SQL agents read records: JSON objects with an id (an order,
+a line, a user) and table rows. Two ways to misread them keep every word
+"observed":
+
+- **wrong record**: a value of one record attributed to another ("order
+  #W1 costs 52.01" when 52.01 is the price in order #W2 and #W1's is 2895.55);
+- **stale value**: a value a record had before an update, stated after a
+  later result showed it changed ("your order is pending" after the
+  cancellation returned ``"status": "cancelled"``).
+
+A record is a JSON object holding an id-like key (``id`` or ``*_id``) with a
+scalar value, or a row tuple whose first cell names it. Its fields are its
+scalar leaves by path (nested records are records of their own). Values are
+compared as normalised strings: lower case, numbers without trailing zeros.
+
+Bounded: at most MAX_RECORDS_PER_RESULT per result and MAX_FIELDS per record
+are indexed, and a sentence is matched through dictionary lookups.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_RECORDS_PER_RESULT = 200
+MAX_FIELDS = 80
+# Values shorter than this are too common to pin a record ("1", "ok", "no");
+# numbers from two digits on ("60 countries").
+MIN_VALUE_CHARS = 3
+MIN_NUMBER_CHARS = 2
+# Field values that say nothing about which record they belong to.
+_GENERIC_VALUES = frozenset({"true", "false", "none", "null", "yes", "no", "0", "n/a", ""})
+
+_NUM_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
+
+
+def norm_value(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        text = f"{value}"
+        if "." in text and "e" not in text:
+            text = text.rstrip("0").rstrip(".")
+        return text
+    return " ".join(str(value).lower().split())
+
+
+@dataclass
+class Record:
+    kind: str  # the id key ("order_id") or "row"
+    ident: str  # normalised id value
+    step: int
+    fields: dict[str, set[str]] = field(default_factory=dict)
+
+    def values(self) -> set[str]:
+        out: set[str] = set()
+        for vals in self.fields.values():
+            out |= vals
+        return out
+
+
+def _id_key(obj: dict[str, Any]) -> str | None:
+    for key in obj:
+        if not isinstance(key, str) or not (key.lower() in ("id", "uuid") or key.lower().endswith("_id")
+                                            or key.endswith(("Id", "ID"))):
+            continue
+        value = obj[key]
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            return key
+    return None
+
+
+def _leaves(obj: Any, path: str, out: dict[str, set[str]], depth: int = 0) -> None:
+    if depth > 6 or len(out) >= MAX_FIELDS:
+        return
+    if isinstance(obj, dict):
+        if depth and _id_key(obj) is not None:
+            return  # a nested record is a record of its own
+        for key, value in obj.items():
+            _leaves(value, f"{path}.{key}" if path else str(key), out, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for item in obj[:50]:
+            _leaves(item, path, out, depth + 1)
+    else:
+        out.setdefault(path, set()).add(norm_value(obj))
+
+
+def records_in(data: Any, step: int) -> Iterator[Record]:
+    """Records of one parsed result, outermost first."""
+    count = 0
+    stack: list[Any] = [data]
+    while stack and count < MAX_RECORDS_PER_RESULT:
+        obj = stack.pop(0)
+        if isinstance(obj, dict):
+            key = _id_key(obj)
+            if key is not None:
+                rec = Record(kind=key.lower(), ident=norm_value(obj[key]), step=step)
+                _leaves(obj, "", rec.fields)
+                rec.fields.pop(key, None)
+                count += 1
+                yield rec
+            stack.extend(v for v in obj.values() if isinstance(v, (dict, list)))
+        elif isinstance(obj, list):
+            if obj and all(isinstance(r, (tuple, list)) and r for r in obj[:5]) and any(len(r) > 1 for r in obj[:5]):
+                for row in obj[:MAX_RECORDS_PER_RESULT]:
+                    if not isinstance(row, (tuple, list)) or len(row) < 2 or isinstance(row[0], (dict, list)):
+                        continue
+                    rec = Record(kind=f"row{len(row)}", ident=norm_value(row[0]), step=step)
+                    for pos, cell in enumerate(row[1:MAX_FIELDS], start=1):
+                        rec.fields[str(pos)] = {norm_value(cell)}
+                    count += 1
+                    yield rec
+            else:
+                stack.extend(v for v in obj[:MAX_RECORDS_PER_RESULT] if isinstance(v, (dict, list)))
+
+
+def _sentence_terms(sentence: str) -> set[str]:
+    """Normalised words, numbers and 2-3 word phrases of a sentence."""
+    low = sentence.lower()
+    words = re.findall(r"#?[\w][\w.@/-]*[\w]|\w", low)
+    words = [w.rstrip(".") for w in words]
+    out = set(words)
+    for w in words:
+        if _NUM_RE.match(w.replace(",", "")):
+            out.add(norm_value(float(w.replace(",", ""))) if "." in w else w.replace(",", "").lstrip("0") or "0")
+        if w.startswith("#"):
+            out.add(w[1:])
+    for n in (2, 3):
+        out.update(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
+    return out
+
+
+# A sentence about changing a record ("update the address to …", "swapped for").
+_CHANGE_RE = re.compile(
+    r"\b(?:updat|chang|modif|switch|swap|replac|exchang|convert|mov|set|transfer)\w*\b", re.IGNORECASE
+)
+
+
+def _asserted(value: str, sentence: str) -> bool:
+    """The value stated as the record's state ("is pending", "status: pending",
+    "still pending"), not used to name it ("your pending order")."""
+    pattern = (
+        r"\b(?:is|are|was|were|remains?|still|currently|now|status(?: is)?|shows?|set to|:)\s+(?:\w+\s+){0,2}?"
+        + re.escape(value)
+        + r"\b"
+    )
+    return re.search(pattern, sentence, re.IGNORECASE) is not None
+
+
+def _pins(value: str) -> bool:
+    if value in _GENERIC_VALUES:
+        return False
+    return len(value) >= (MIN_NUMBER_CHARS if _NUM_RE.match(value) else MIN_VALUE_CHARS)
+
+
+@dataclass
+class RecordIndex:
+    """Every record seen so far: the latest state per record and its past values."""
+
+    latest: dict[tuple[str, str], Record] = field(default_factory=dict)
+    # (kind, ident, field) -> values that field held before its latest state.
+    past: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
+    # value -> {(kind, ident, field)} where it is the latest value.
+    owners: dict[str, set[tuple[str, str, str]]] = field(default_factory=dict)
+
+    def add(self, data: Any, step: int) -> None:
+        for rec in records_in(data, step):
+            key = (rec.kind, rec.ident)
+            old = self.latest.get(key)
+            if old is not None:
+                for name, vals in old.fields.items():
+                    new_vals = rec.fields.get(name)
+                    if new_vals is not None and new_vals != vals:
+                        self.past.setdefault((rec.kind, rec.ident, name), set()).update(vals - new_vals)
+                    for v in vals:
+                        self.owners.get(v, set()).discard((rec.kind, rec.ident, name))
+                merged = dict(old.fields)
+                merged.update(rec.fields)
+                rec.fields = merged
+            self.latest[key] = rec
+            for name, vals in rec.fields.items():
+                for v in vals:
+                    if _pins(v):
+                        self.owners.setdefault(v, set()).add((rec.kind, rec.ident, name))
+
+    def _mentioned(self, terms: set[str]) -> list[Record]:
+        return [rec for (kind, ident), rec in self.latest.items() if ident in terms and len(ident) >= MIN_VALUE_CHARS]
+
+    def check(self, sentence: str) -> dict[str, Any] | None:
+        """A wrong-record or stale-value slip in one sentence, or None."""
+        if not self.latest or _CHANGE_RE.search(sentence):
+            # A change names the new value, which the record does not hold yet.
+            return None
+        terms = _sentence_terms(sentence)
+        mentioned = self._mentioned(terms)
+        if not mentioned:
+            return None
+        by_kind: dict[str, list[Record]] = {}
+        for rec in mentioned:
+            by_kind.setdefault(rec.kind, []).append(rec)
+        for rec in mentioned:
+            own = rec.values()
+            for name, vals in rec.fields.items():
+                past = self.past.get((rec.kind, rec.ident, name))
+                if not past:
+                    continue
+                for old in past:
+                    if (
+                        _pins(old)
+                        and old in terms
+                        and not any(old in v or v in old for v in own)
+                        and not (vals & terms)
+                        and _asserted(old, sentence)
+                    ):
+                        return {"slip": "stale", "record": rec.ident, "field": name, "said": old,
+                                "current": sorted(vals)[0], "step": rec.step}
+        named = set().union(*(rec.values() for rec in mentioned))
+        for rec in mentioned:  # what a record held before an update is its own too
+            for name in rec.fields:
+                named |= self.past.get((rec.kind, rec.ident, name), set())
+        for value in terms:
+            owners = self.owners.get(value)
+            if not owners or value in named or any(
+                kind == rec.kind and ident == rec.ident for rec in mentioned for kind, ident, _ in owners
+            ):
+                continue
+            for kind, ident, name in owners:
+                same_kind = by_kind.get(kind)
+                if not same_kind:
+                    continue
+                # Every record of this kind the sentence names has the field,
+                # and none of them holds the value: it came from another one.
+                if all(name in rec.fields and value not in rec.fields[name] for rec in same_kind):
+                    rec = same_kind[0]
+                    return {"slip": "wrong_record", "record": rec.ident, "field": name, "said": value,
+                            "belongs_to": ident, "own": sorted(rec.fields[name])[0], "step": rec.step}
+        return None
