@@ -130,6 +130,33 @@ def _first_word(action_args: Any) -> str:
 _REDIRECT_RE = re.compile(r"(?<![<>&\d])>{1,2}\s*(?!&)[\w./~\"'$-]|\|\s*tee\b")
 
 
+# Shell, SQL and code syntax: a call whose argument has it is a command, and
+# its output need not echo its words (unlike a search query's results).
+_COMMAND_RE = re.compile(
+    r"[|;$`*<>=]|(?:^|\s)-{1,2}[A-Za-z]|/\w|\b\w+\.(?:py|sh|c|txt|json|csv|sql|log|md)\b|"
+    r"^\s*(?:select|insert|update|delete|create|drop|alter|show|desc|describe|with|pragma)\b|"
+    r"^\s*(?:ls|cat|cd|find|grep|echo|python3?|pip|head|tail|wc|sort|uniq|awk|sed|cut|tr|xargs|chmod|mkdir|rm|"
+    r"mv|cp|touch|du|df|stat|file|strings|curl|wget|tar|unzip|gzip|zcat|md5sum|sha\d*sum|base64|xxd|od|hexdump|"
+    r"printf|seq|date|whoami|hostname|uname|ps|kill|git|make|gcc|java|node)\b",
+    re.IGNORECASE,
+)
+
+
+def is_command(action_args: Any) -> bool:
+    """An argument that is a program, a shell command or an SQL statement."""
+    text = action_args if isinstance(action_args, str) else ""
+    if not text and isinstance(action_args, dict):
+        text = next((v for k, v in action_args.items() if k in ("command", "cmd", "code", "query", "sql") and
+                     isinstance(v, str)), "")
+    return bool(text) and ("\n" in text.strip() or _COMMAND_RE.search(text[:2000]) is not None)
+
+
+def _prints(action_args: Any) -> bool:
+    """A program that prints its values: an empty list it prints is a value."""
+    text = action_args if isinstance(action_args, str) else ""
+    return bool(text) and ("print(" in text or "console.log(" in text or "System.out.print" in text)
+
+
 def is_silent_command(action_args: Any) -> bool:
     """A command or program whose success prints nothing (``cd``, ``INSERT``,
     ``echo … > file``, code that only asserts)."""
@@ -161,6 +188,10 @@ def _is_empty_data(data: Any) -> bool:
     return data is None or data == "" or (isinstance(data, (list, tuple, dict, set)) and not data)
 
 
+_DECIMAL_RE = re.compile(r"Decimal\('(-?[\d.E+-]+)'\)")
+_DATETIME_RE = re.compile(r"datetime\.(?:datetime|date|time|timedelta)\([^()]*\)")
+
+
 def _parse(stripped: str) -> tuple[str, Any] | None:
     """("json", value) / ("literal", value) when the text is one, else None."""
     head = stripped[:1]
@@ -174,10 +205,15 @@ def _parse(stripped: str) -> tuple[str, Any] | None:
             # Too big to parse: data by its shape (an error is never 1 MB).
             return "json", ...
     if head in "[(" and len(stripped) <= LITERAL_PARSE_MAX_CHARS and stripped[-1:] in "])":
+        # SQL drivers print Decimal('34.50') and datetime.datetime(2018, 3, 19):
+        # values, which literal_eval refuses as calls.
+        literal = _DECIMAL_RE.sub(r"\1", stripped) if "Decimal(" in stripped else stripped
+        if "datetime." in literal:
+            literal = _DATETIME_RE.sub(lambda m: repr(m.group(0)), literal)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "invalid decimal literal" on text that only looks like one
-                return "literal", ast.literal_eval(stripped)
+                return "literal", ast.literal_eval(literal)
         except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
             return None
     return None
@@ -213,7 +249,7 @@ def read_result(text: str | None, meta: dict[str, Any] | None = None, action_arg
         form, data = parsed
         if data is ...:
             return Reading(status=given or "ok", form=form, why="large structured data")
-        if _is_empty_data(data):
+        if _is_empty_data(data) and not _prints(action_args):
             return Reading(status=given or "empty", form=form, data=data, why=f"empty {form}")
         why = _json_error(data) if form == "json" else ""
         if why:

@@ -58,7 +58,9 @@ def test_anchored_run_has_no_break_and_scores_each_step_after_an_observation():
     assert rep.breaks == []
     assert set(rep.scores) == {3, 4}
     assert rep.scores[3] > 0.5
-    assert rep.to_dict() == {"first_anchor_break": None, "anchor_reason": "", "anchor_evidence": {}}
+    assert rep.to_dict() == {
+        "first_anchor_break": None, "anchor_reason": "", "anchor_evidence": {}, "anchor_findings": []
+    }
 
 
 def test_score_is_low_when_the_step_takes_from_older_context_only():
@@ -511,7 +513,8 @@ def test_lexical_default_does_not_import_the_semantic_experiment():
 
 
 def test_unobserved_final_answer_is_traced_back_to_the_thought_that_introduced_it():
-    obs = O("Surya Bahadur Thapa was a Nepali politician and a five-time Prime Minister of Nepal.")
+    # The page speaks to the claim (Thapa, a degree) and holds another answer.
+    obs = O("Surya Bahadur Thapa was a Nepali politician who held a degree in law from Allahabad University.")
     rep = run(
         A("Search", "Surya Bahadur Thapa"),
         obs,
@@ -522,3 +525,26 @@ def test_unobserved_final_answer_is_traced_back_to_the_thought_that_introduced_i
     assert "final answer at step 3" in rep.reason and "science" in rep.reason
     # without such a thought the final answer itself is the break
     assert run(A("Search", "Surya Bahadur Thapa"), obs, F("political science")).first_break == 2
+
+
+def test_an_answer_from_the_models_own_knowledge_is_a_finding_not_a_break():
+    # No page says anything about the voice role: the answer can only come from
+    # the model's knowledge. Shown as a finding; the break is for contradiction.
+    rep = run(
+        A("Search", "StarCraft II"),
+        O("StarCraft II is a military science fiction video game created by Blizzard Entertainment."),
+        T("Tricia Helfer voices the character of Sarah Kerrigan in the trilogy."),
+        F("Sarah Kerrigan"),
+        task="Which role does the actress who played Celene voice in the StarCraft 2 trilogy?",
+    )
+    assert rep.first_break is None
+    assert [f.pattern for f in rep.findings] == ["answered_from_memory"]
+    assert rep.to_dict()["anchor_findings"][0]["step"] == 2
+    # The same answer against a page that states the role otherwise is a break.
+    contradicted = run(
+        A("Search", "StarCraft II"),
+        O("In StarCraft II, Tricia Helfer voices the character of Sarah Kerrigan's rival, Nova."),
+        T("Tricia Helfer voices the character of Jim Raynor in the trilogy."),
+        F("Jim Raynor"),
+    )
+    assert contradicted.first_break == 2

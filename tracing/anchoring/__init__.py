@@ -7,6 +7,7 @@ Django-free. ``anchor_report(steps, task)`` is the entry point; see
 from __future__ import annotations
 
 from tracing.anchoring.report import (
+    FINDINGS,
     PATTERNS,
     AnchorReport,
     Break,
@@ -16,4 +17,4 @@ from tracing.anchoring.report import (
     lexical_score,
 )
 
-__all__ = ["PATTERNS", "AnchorReport", "Break", "Similarity", "anchor_report", "is_failure", "lexical_score"]
+__all__ = ["FINDINGS", "PATTERNS", "AnchorReport", "Break", "Similarity", "anchor_report", "is_failure", "lexical_score"]

@@ -18,9 +18,10 @@ FAILURE_RE = re.compile(
 
 # Sentences that plan, ask or hedge assert no fact.
 PLAN_RE = re.compile(
-    r"^(?:(?:so|then|now|next|first|and|but|ok|okay|thus|therefore|after that)[, ]+)*"
+    r"^(?:(?:so|then|now|next|first|second|finally|lastly|also|additionally|and|but|ok|okay|thus|therefore|"
+    r"after that)[, ]+)*"
     r"(?:i need|i should|i will|i'll|i must|i have to|i can(?! see)|i could|i may|i might|i want|"
-    r"i am going|i'm going|let me|let's|lets|we need|we should|maybe|perhaps|to find|to solve|"
+    r"i am going|i'm going|let me|let's|lets|we need|we should|maybe|perhaps|to \w+|in order to|"
     r"search|look up|lookup|find|check|try|if\b|i'?m not sure|i do not know|i don't know)"
     r"|^(?:我需要|我应该|我要|我会|接下来|下一步|让我|我们需要|搜索|查找|查询|也许|可能|如果|首先)",
     re.IGNORECASE,
@@ -92,9 +93,26 @@ CODE_SUCCESS_RE = re.compile(
 # query returned the names"): after an empty or failed result, that is data
 # the result does not have.
 DATA_CLAIM_RE = re.compile(
-    r"\b(?:the |this |that |its )?(?:output|result|results|query|response|command|table|list|search|lookup)s?\b"
-    r"[^.\n]{0,40}?\b(?:shows?|showed|contains?|contained|lists?|listed|returns?|returned|gives?|gave|"
-    r"includes?|included|displays?|displayed|prints?|printed|confirms?|confirmed|indicates?|indicated)\b",
+    r"\b(?:the|this|that|its|my) (?:output|result|results|response|table|list|search|lookup)s?\b"
+    r"[^.\n]{0,40}?\b(?:shows?|showed|contains?|contained|lists|listed|returns?|returned|gives?|gave|"
+    r"includes?|included|displays?|displayed|prints?|printed|confirms?|confirmed|indicates?|indicated)\b"
+    # A program described in the present ("this command prints users") says
+    # what it does, not what it returned: only the past tense reports output.
+    r"|\b(?:the|this|that|my) (?:query|command|script|code|program|call)\b[^.\n]{0,40}?"
+    r"\b(?:showed|returned|gave|printed|listed|displayed|found|produced|yielded)\b",
+    re.IGNORECASE,
+)
+
+# ...unless what it says the result holds is nothing ("returns an empty list").
+EMPTY_CONTENT_RE = re.compile(
+    r"\b(?:empty|nothing|none|no (?:rows?|results?|output|matches|records?|data|files?|entries)|zero|null|"
+    r"an? error|errors?|failed|0 rows?)\b",
+    re.IGNORECASE,
+)
+
+# "The query executed successfully": true of a query that found nothing.
+EXECUTED_RE = re.compile(
+    r"\b(?:executed|ran|run|completed|went through) successfully|\b(?:query|command|statement) (?:was |is )?successful",
     re.IGNORECASE,
 )
 
@@ -131,4 +149,9 @@ def verb_stem(verb: str) -> str:
     return verb
 
 # A protocol token that ends a run, not an answer ("###STOP###", "submit").
-PROTOCOL_FINAL_RE = re.compile(r"^\W*(?:stop|submit|done|finish|end|exit|quit|terminate)\W*$", re.IGNORECASE)
+PROTOCOL_FINAL_RE = re.compile(
+    r"^\W*(?:stop|submit|done|finish|end|exit|quit|terminate)\W*$"
+    # A flag or token in a harness's format ("picoCTF{…}"): computed, not observed.
+    r"|^\w+\{[^{}\s]*\}$",
+    re.IGNORECASE,
+)

@@ -61,6 +61,8 @@ from tracing.anchoring.phrases import (
     CODE_SUCCESS_RE,
     COMPLETION_RE,
     DATA_CLAIM_RE,
+    EMPTY_CONTENT_RE,
+    EXECUTED_RE,
     FAILURE_RE,
     HEDGE_RE,
     NEGATED_RE,
@@ -73,7 +75,7 @@ from tracing.anchoring.records import RecordIndex
 from tracing.anchoring.relation import wrong_relation
 from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, normalize_number, split_sentences
 from tracing.normalize import action_key, jaccard, tokens
-from tracing.results import Reading, read_result
+from tracing.results import Reading, is_command, read_result
 from tracing.steps import REPLY_TOOLS, Step, context_text, is_reply, role_of
 
 # --- thresholds -------------------------------------------------------------
@@ -145,6 +147,11 @@ PATTERNS = (
     "requery",
     "ignored_observation",
 )
+# Findings: shown, never the anchor break. "answered_from_memory": a final
+# answer of names that no observation contains but that the agent's own
+# reasoning in the final turn states: right or wrong, it came from the model's
+# knowledge, not from the trace (a correct one is common in strong models).
+FINDINGS = ("answered_from_memory",)
 # When two patterns hit the same step, the more specific reason is reported.
 _PRIORITY = {name: pos for pos, name in enumerate(PATTERNS)}
 
@@ -171,12 +178,18 @@ class AnchorReport:
     evidence: dict[str, Any]
     scores: dict[int, float]
     breaks: list[Break]
+    # Worth a look, not a break: an answer the agent reasoned its way to from
+    # its own knowledge, which no observation backs (FINDINGS).
+    findings: list[Break] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "first_anchor_break": self.first_break,
             "anchor_reason": self.reason,
             "anchor_evidence": self.evidence,
+            "anchor_findings": [
+                {"step": f.step, "pattern": f.pattern, "reason": f.reason, **f.evidence} for f in self.findings
+            ],
         }
 
 
@@ -440,6 +453,7 @@ class _Pass:
         self.records = RecordIndex()
         self.scores: dict[int, float] = {}
         self.breaks: list[Break] = []
+        self.findings: list[Break] = []
         self.last: _Obs | None = None  # the latest tool result
         self.judged: _Obs | None = None  # the result the current turn is judged on
         self.seen_observation = False
@@ -463,9 +477,12 @@ class _Pass:
         # Submissions the environment rejected: normalised content -> (action, result).
         self.rejected: dict[str, tuple[Step, Step]] = {}
         self.submissions: deque[_Call] = deque(maxlen=8)
-        # Failure of each tool result since the agent last spoke: after
-        # parallel calls, success may be claimed of any one that worked.
+        # Failure of each result of the latest batch of calls: after parallel
+        # calls, success may be claimed of any one that worked.
         self.batch: list[bool] = []
+        self.batch_done = False
+        self.planned = _planned_calls(steps)
+        self.answers = _final_answers(steps)
 
     def _reset_turn(self) -> None:
         self.turn_units: set[str] = set()
@@ -555,6 +572,7 @@ class _Pass:
         names = len(sal.strong_units) >= (2 if failed else 1)
         off_query = bool(query) and names and not (sal.units & producing)
         self.batch.append(failed)
+        self.batch_done = True
         self.last = self.judged = _Obs(
             step=step, sal=sal, new_units=new_units, failed=failed, relevant=relevant, reading=reading,
             query_units=query, off_query=off_query, action=call.step if call else None,
@@ -623,9 +641,11 @@ class _Pass:
             if not code:
                 self._statement(step, text)
             self.turn_thoughts.append((step.index, text))
-            self.batch = []
 
     def _call(self, step: Step, sal: Salient) -> None:
+        if self.batch_done:
+            # A new call after results came back: a new batch of calls.
+            self.batch, self.batch_done = [], False
         tool = (step.tool or "").strip().lower()
         args = step.args if step.args is not None and step.args != "" else step.text
         toks = action_key(tool, args)[1]
@@ -680,11 +700,17 @@ class _Pass:
             if self._record_slip(step, sentence):
                 return
         statement_numbers = extract(text).numbers
+        planned = self.planned.get(step.index)
         for sentence in claims:
             if ABSENCE_RE.search(sentence):
                 continue
             sent_sal = extract(sentence)
             missing = _unsupported_units(sent_sal, self.evidence, sentence, statement_numbers)
+            if missing and planned is not None:
+                # Values the thought plans to use in the call it goes on to make.
+                missing = [u for u in missing if not _in_plan(u, planned)]
+            if missing and self._from_memory(step, sentence, missing):
+                return
             if missing:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return
@@ -693,7 +719,9 @@ class _Pass:
         if last is None or NEGATED_RE.search(sentence) or ACK_FAILURE_RE.search(sentence):
             return False
         success = SUCCESS_RE.search(sentence) or CODE_SUCCESS_RE.search(sentence)
-        data = DATA_CLAIM_RE.search(sentence)
+        data = DATA_CLAIM_RE.search(sentence) and not EMPTY_CONTENT_RE.search(sentence)
+        if success and last.reading.status == "empty" and EXECUTED_RE.search(sentence):
+            success = None  # a query that found nothing did run
         if not (success or data):
             return False
         if last.failed and all(self.batch or [True]):
@@ -794,21 +822,71 @@ class _Pass:
                 missing = missing + extra
         if not missing:
             return
+        if any(f.step >= (self.turn_first if self.turn_first is not None else step.index) for f in self.findings):
+            return  # the thought that states it was recorded as answered from memory
         # The answer usually restates the thought just before it: the break is
         # where the unobserved content first appeared in this turn.
         wanted = {w for u in missing for w in tokens(u)}
         flagged = {b.step for b in self.breaks}
+        names_only = all(not u[:1].isdigit() and not any(c.isdigit() for c in u) for u in missing)
         for index, thought in self.turn_thoughts:
             if index not in flagged and wanted & set(tokens(thought)):
                 shown = ", ".join(_surface(u, answer) for u in missing[:3])
+                ev = {"claim": thought[:200], "missing": missing[:5], "final_step": step.index}
+                if names_only and wanted <= set(tokens(thought)) and not self._spoken_to(thought, wanted):
+                    self.findings.append(Break(step=index, pattern="answered_from_memory", reason=(
+                        f"the thought at step {index} states {shown}, which no observation (nor the task) contains, "
+                        f"and the final answer at step {step.index} ({_quote(answer, 60)}) gives it: it comes from "
+                        f"the model's own knowledge, not from the trace"
+                    ), evidence=ev))
+                    return
                 reason = (
                     f"the thought at step {index} asserts {shown}, which no observation (nor the task) contains, "
                     f"and the final answer at step {step.index} ({_quote(answer, 60)}) rests on it"
                 )
-                ev = {"claim": thought[:200], "missing": missing[:5], "final_step": step.index}
                 self._break(index, "unsupported_claim", reason, ev)
                 return
         self._claim_break(step, "final answer", answer, missing, None)
+
+    def _from_memory(self, step: Step, sentence: str, missing: list[str]) -> bool:
+        """A thought of the final turn stating the answer from the model's own
+        knowledge (names only, no page speaking to it): a finding, not a break."""
+        answer = self.answers.get(step.index)
+        if answer is None or any(any(c.isdigit() for c in u) for u in missing):
+            return False
+        wanted = {w for u in missing for w in tokens(u)}
+        answer_words = set(tokens(answer))
+        # The thought states the answer (and maybe the bridge it recalled).
+        if not any(set(tokens(u)) <= answer_words for u in missing) or self._spoken_to(sentence, wanted):
+            return False
+        shown = ", ".join(_surface(u, sentence) for u in missing[:3])
+        self.findings.append(Break(step=step.index, pattern="answered_from_memory", reason=(
+            f"the thought at step {step.index} states {shown}, which no observation (nor the task) contains, and the "
+            f"final answer ({_quote(answer, 60)}) gives it: it comes from the model's own knowledge, not from the trace"
+        ), evidence={"claim": sentence[:200], "missing": missing[:5]}))
+        return True
+
+    def _spoken_to(self, claim: str, missing_words: set[str]) -> bool:
+        """Some observation sentence speaks to this claim: it names the claim's
+        subject and its relation ("Wang Guowei … born … in Hangzhou" against
+        "born in Haiyan") and so holds a competing answer."""
+        sal = extract(claim)
+        if is_cjk(claim):
+            # No capitals: the claim's bigrams outside the unobserved name.
+            context = {b for b in sal.cjk if not any(b in m for m in missing_words)}
+            return any(len(context & set(tokens(s))) >= 2 for _, t in self.observed[-50:]
+                       for s in split_sentences(t[:20_000])[:400])
+        subject = {w for e in sal.entities for w in e if w not in missing_words}
+        subject |= {w.lower() for w in re.findall(r"\b[A-Z][a-z]+", claim)} - missing_words - FILLER_WORDS
+        relation = {t for t in sal.terms if t not in missing_words and t not in subject}
+        if not subject or not relation:
+            return False
+        for _, text in self.observed[-50:]:
+            for sentence in split_sentences(text[:20_000])[:400]:
+                words = set(tokens(sentence))
+                if subject & words and relation & words:
+                    return True
+        return False
 
     def _check_relation(self, step: Step, text: str) -> None:
         answer = step.args if isinstance(step.args, str) and step.args.strip() else text
@@ -850,7 +928,8 @@ class _Pass:
             return
         action = last.action
         if last.reading.form != "text" or (
-            action is not None and len(action_key(action.tool, action.args)[1]) > IGNORED_MAX_QUERY_TOKENS
+            action is not None
+            and (is_command(action.args) or len(action_key(action.tool, action.args)[1]) > IGNORED_MAX_QUERY_TOKENS)
         ):
             return  # structured data and program output: uptake is not word overlap
         informative = not last.failed and last.relevant and len(last.new_units) >= MIN_INFORMATIVE_NEW_UNITS
@@ -891,11 +970,12 @@ class _Pass:
     def report(self) -> AnchorReport:
         breaks = sorted(self.breaks, key=lambda b: (b.step, _PRIORITY[b.pattern]))
         if not breaks:
-            return AnchorReport(first_break=None, reason="", evidence={}, scores=self.scores, breaks=[])
+            return AnchorReport(first_break=None, reason="", evidence={}, scores=self.scores, breaks=[],
+                                findings=self.findings)
         first = breaks[0]
         ev = {"pattern": first.pattern, "step": first.step, **first.evidence}
         return AnchorReport(first_break=first.step, reason=first.reason, evidence=ev, scores=self.scores,
-                            breaks=breaks)
+                            breaks=breaks, findings=self.findings)
 
 
 def _content_words(sal: Salient) -> set[str]:
@@ -903,6 +983,46 @@ def _content_words(sal: Salient) -> set[str]:
     words.update(w for e in sal.entities for w in e)
     words.update(i.split(" ")[0] for i in sal.ids)
     return words
+
+
+def _planned_calls(steps: Sequence[Step]) -> dict[int, Salient]:
+    """For each thought, the salient units of the calls it goes on to make in
+    the same turn (until the next observation): what it plans, it may name."""
+    out: dict[int, Salient] = {}
+    waiting: list[int] = []
+    for step in steps:
+        if step.kind == "thought":
+            waiting.append(step.index)
+        elif step.kind == "observation":
+            waiting = []
+        elif step.kind == "action" and waiting and not is_reply(step) and not _is_final(step):
+            sal = extract(_args_text(step.args) or step.text or "")
+            for index in waiting:
+                out[index] = sal
+    return out
+
+
+def _final_answers(steps: Sequence[Step]) -> dict[int, str]:
+    """For each thought of a run's final turn, the final answer that follows it."""
+    out: dict[int, str] = {}
+    waiting: list[int] = []
+    for step in steps:
+        if step.kind == "thought":
+            waiting.append(step.index)
+        elif step.kind == "observation":
+            waiting = []
+        elif _is_final(step):
+            for index in waiting:
+                out[index] = _step_text(step)
+            waiting = []
+    return out
+
+
+def _in_plan(unit: str, planned: Salient) -> bool:
+    if unit in planned.numbers or unit in planned.ids:
+        return True
+    words = unit.split(" ")
+    return all(w in planned.words for w in words)
 
 
 def _normal(step: Step) -> str:

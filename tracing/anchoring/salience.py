@@ -341,9 +341,9 @@ def extract(text: str) -> Salient:
             # name program parts, not things in the world.
             # Upper-case codes ("SMS", "GB SSD", "AZ") are abbreviations of a
             # vocabulary, not names the answer depends on (ids carry digits).
-            codes = all(w.isupper() and len(w) <= 5 for w in words)
+            codes = all((w.isupper() or w[:-1].isupper() and w[-1] == "s") and len(w) <= 6 for w in words)
             opener = codes or len(lowered) == 1 and (
-                span_sentence_start
+                (span_sentence_start and len(span) == 1)
                 or lowered[0] in EN_STOP_WORDS
                 or lowered[0] in FILLER_WORDS
                 or "'" in lowered[0]
