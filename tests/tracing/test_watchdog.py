@@ -16,6 +16,8 @@ from tracing.watchdog import (
     OFF_POLICY,
     REPETITION_MIN_REPEATS,
     RESET_AFTER,
+    STOP_FUTILE,
+    STOP_INVALID,
     STOP_STREAK,
     Ladder,
     Policy,
@@ -101,9 +103,92 @@ def test_loop_escalates_hint_redirect_stop_and_stops():
     assert tiers.count("stop") == 1
     stop_step, stop = ivs[-1]
     assert stop.evidence["policy"] == "flat" and stop.evidence["policy_version"] == 3
-    assert stop.evidence["stagnation"] >= STOP_STREAK
-    assert "Fallback" in stop.message
+    # The same call got the same empty result again and again: futile repeats.
+    assert stop.evidence["threshold"]["name"] == "ladder.stop_futile"
+    assert stop.evidence["threshold"]["score"] >= STOP_FUTILE
+    assert "same unusable result" in stop.message and "Fallback" in stop.message
     assert wd.stopped and wd.observe(obs(999, "anything")) is None
+
+
+def varied_stall(n: int) -> list[Step]:
+    """n turns of different queries that each bring back the same usable page:
+    no progress, but neither futile repeats nor invalid results."""
+    out = []
+    for k in range(n):
+        out += [act(2 * k, "search", f"query number {k} variant{k}"),
+                obs(2 * k + 1, "The same long page: query number results about rivers, mountains and towns.")]
+    return out
+
+
+def test_stop_streak_both_sides():
+    # Only the stagnation streak can ground a stop here.
+    p = Policy(name="flat", use_complexity=False, ladder=Ladder(cooldown=0))
+    _, below = run(p, varied_stall(STOP_STREAK))  # the first page is progress
+    assert all(iv.tier != "stop" for _, iv in below)
+    _, at = run(p, varied_stall(STOP_STREAK + 1))
+    assert at[-1][1].tier == "stop"
+    assert at[-1][1].evidence["threshold"] == {
+        "name": "ladder.stop_streak", "value": STOP_STREAK, "score": STOP_STREAK, "op": ">="
+    }
+
+
+def test_stop_futile_both_sides():
+    # Same call, same empty result, nothing effective in between.
+    p = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), stop_streak=100, stop_invalid=100))
+    _, below = run(p, loop_run(STOP_FUTILE))  # STOP_FUTILE calls = STOP_FUTILE - 1 repeats
+    assert all(iv.tier != "stop" for _, iv in below)
+    wd, at = run(p, loop_run(STOP_FUTILE + 1))
+    assert at[-1][1].tier == "stop" and wd.futile == STOP_FUTILE
+
+
+def test_a_repeat_after_something_effective_is_not_futile():
+    # run_speed_test() after the user toggled something: a legitimate re-check.
+    p = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100, stop_invalid=100))
+    steps = []
+    for k in range(6):
+        i = 4 * k
+        steps += [act(i, "run_speed_test", {}), obs(i + 1, "Speed test failed: No Connection."),
+                  Step(i + 2, "observation", f"I toggled setting number {k} like you said.", tool="user"),
+                  Step(i + 3, "thought", "Let me test again.")]
+    wd, ivs = run(p, steps)
+    assert wd.futile == 0 and all(iv.tier != "stop" for _, iv in ivs)
+
+
+def test_stop_invalid_both_sides():
+    # Different calls, each failing: unusable results in a row.
+    p = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), stop_streak=100, stop_futile=100))
+
+    def failing(n):
+        return [s for k in range(n) for s in (act(2 * k, "search", f"q{k} x{k}"), obs(2 * k + 1, "Error: 500"))]
+    _, below = run(p, failing(STOP_INVALID - 1))
+    assert all(iv.tier != "stop" for _, iv in below)
+    _, at = run(p, failing(STOP_INVALID))
+    assert at[-1][1].tier == "stop"
+    assert at[-1][1].evidence["threshold"]["name"] == "ladder.stop_invalid"
+
+
+def test_identical_tool_calls_with_identical_results_stop_within_ten_calls():
+    # A tool-calling loop (tau2: get_details_by_id 96 times) under the default policy.
+    steps = []
+    for k in range(96):
+        steps += [act(2 * k, "get_details_by_id", {"id": "L1002"}),
+                  obs(2 * k + 1, '{"line_id": "L1002", "status": "Active", "data_used_gb": 8.7}',
+                      tool="get_details_by_id")]
+    wd, ivs = run(DEFAULT_POLICY, steps)
+    assert wd.stopped
+    calls_at_stop = ivs[-1][0] // 2 + 1
+    assert calls_at_stop <= 10
+
+
+def test_user_turns_are_progress_and_never_off_topic_or_junk():
+    steps = [Step(0, "observation", "Hi, I want to return my camera.", tool="user")]
+    for k in range(1, 12):
+        steps.append(Step(2 * k - 1, "action", "", tool="respond", args={"content": f"Could you tell me detail {k}?"}))
+        steps.append(Step(2 * k, "observation", f"Sure, detail {k} is this.", tool="user"))
+    wd, ivs = run(DEFAULT_POLICY, steps)
+    assert ivs == []
+    classes = {wd.signals[s.index]["obs_class"] for s in steps if s.kind == "observation"}
+    assert classes == {"user"}
 
 
 def test_hint_message_is_concrete():
@@ -116,14 +201,6 @@ def test_hint_message_is_concrete():
     assert rep and "'same query'" in rep[0].message and "at step 0" in rep[0].message
     redirect = next(iv for _, iv in ivs if iv.tier == "redirect")
     assert "'same query'" in redirect.message
-
-
-def test_stop_streak_both_sides():
-    streak = STOP_STREAK
-    _, below = run(FLAT, loop_run(streak - 1))
-    assert all(iv.tier != "stop" for _, iv in below)
-    _, at = run(FLAT, loop_run(streak))
-    assert at[-1][1].tier == "stop"
 
 
 def test_stop_needs_the_ladder_first():
@@ -174,7 +251,7 @@ def test_repetition_min_repeats_both_sides():
 
 
 def test_reset_after_both_sides():
-    p = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100))
+    p = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100, stop_futile=100, stop_invalid=100))
     stuck = loop_run(4)
     wd, _ = run(p, stuck)
     assert wd.level >= 1

@@ -155,3 +155,12 @@ PROTOCOL_FINAL_RE = re.compile(
     r"|^\w+\{[^{}\s]*\}$",
     re.IGNORECASE,
 )
+
+# The agent attributing a claim to what it read ("as the observation says",
+# "the paragraph mentions"): if no observation holds it, the reading is wrong.
+ATTRIBUTION_RE = re.compile(
+    r"\b(?:the|this|that) (?:observation|paragraph|page|result|article|passage|text|document|output|entry|"
+    r"search result)s? (?:says|said|mentions|mentioned|states|stated|shows|showed|indicates|notes|confirms|lists)\b"
+    r"|\bas (?:the|this) \w+ (?:says|said|states|mentions|shows)\b|\baccording to (?:the|this) \w+",
+    re.IGNORECASE,
+)

@@ -58,6 +58,7 @@ from tracing.anchoring.evidence import (  # noqa: F401 -- thresholds re-exported
 from tracing.anchoring.phrases import (
     ABSENCE_RE,
     ACK_FAILURE_RE,
+    ATTRIBUTION_RE,
     CODE_SUCCESS_RE,
     COMPLETION_RE,
     DATA_CLAIM_RE,
@@ -74,7 +75,7 @@ from tracing.anchoring.phrases import (
 from tracing.anchoring.records import RecordIndex
 from tracing.anchoring.relation import wrong_relation
 from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, normalize_number, split_sentences
-from tracing.normalize import action_key, jaccard, tokens
+from tracing.normalize import EN_STOP_WORDS, action_key, jaccard, tokens
 from tracing.results import Reading, is_command, read_result
 from tracing.steps import REPLY_TOOLS, Step, context_text, is_reply, role_of
 
@@ -450,6 +451,7 @@ class _Pass:
         # Units the agent has been after: the task plus its own recent plans;
         # an observation sharing none of them is off-topic and may be ignored.
         self.wanted_words: set[str] = _content_words(extract(task))
+        self.task_names: set[str] = {w for e in extract(task).entities for w in e} - EN_STOP_WORDS
         self.records = RecordIndex()
         self.scores: dict[int, float] = {}
         self.breaks: list[Break] = []
@@ -857,7 +859,11 @@ class _Pass:
         wanted = {w for u in missing for w in tokens(u)}
         answer_words = set(tokens(answer))
         # The thought states the answer (and maybe the bridge it recalled).
-        if not any(set(tokens(u)) <= answer_words for u in missing) or self._spoken_to(sentence, wanted):
+        if (
+            not any(set(tokens(u)) <= answer_words for u in missing)
+            or ATTRIBUTION_RE.search(sentence)
+            or self._spoken_to(sentence, wanted)
+        ):
             return False
         shown = ", ".join(_surface(u, sentence) for u in missing[:3])
         self.findings.append(Break(step=step.index, pattern="answered_from_memory", reason=(
@@ -878,6 +884,9 @@ class _Pass:
                        for s in split_sentences(t[:20_000])[:400])
         subject = {w for e in sal.entities for w in e if w not in missing_words}
         subject |= {w.lower() for w in re.findall(r"\b[A-Z][a-z]+", claim)} - missing_words - FILLER_WORDS
+        # The question's own subject stands in for "he", "the author", "it".
+        subject |= self.task_names
+        subject -= EN_STOP_WORDS
         relation = {t for t in sal.terms if t not in missing_words and t not in subject}
         if not subject or not relation:
             return False
