@@ -157,6 +157,38 @@ def _prints(action_args: Any) -> bool:
     return bool(text) and ("print(" in text or "console.log(" in text or "System.out.print" in text)
 
 
+# Calls that only read: asking one again cannot return anything new unless
+# something else changed the world since. Verbs as tool names start with them
+# ("get_order_details", "Search", "lookup"), commands as shells and SQL know them.
+READ_VERBS = frozenset(
+    "get find search lookup look list check read show describe desc query fetch view examine inspect inventory "
+    "retrieve calculate compute count verify validate browse info status lookup_table whois".split()
+)
+READ_COMMANDS = frozenset(
+    "ls cat grep egrep find head tail wc pwd which whereis file stat du df less more tree echo printf strings "
+    "select show describe desc explain pragma md5sum sha256sum sha1sum base64 xxd od hexdump uname whoami date "
+    "hostname id env printenv".split()
+)
+# Moving changes where the agent is, not the state of anything it may ask
+# about again ("open drawer 3" twice with a "go to" between is still twice).
+MOVE_VERBS = frozenset("go goto move walk navigate travel teleport".split())
+_NAME_SPLIT_RE = re.compile(r"[_\s.-]+|(?<=[a-z])(?=[A-Z])")
+
+
+def is_read_call(tool: str | None, action_args: Any) -> bool:
+    """A call that changes nothing another call could ask about: a read (by its
+    tool's verb, or for shells and databases the command it runs, without
+    redirection), or a move."""
+    first = next((w for w in _NAME_SPLIT_RE.split(tool or "") if w), "").lower()
+    if first in READ_VERBS or first in MOVE_VERBS:
+        return True
+    if is_command(action_args) or first in ("bash", "sh", "shell", "sql", "execute", "python", "terminal", "run"):
+        word = _first_word(action_args)
+        text = action_args if isinstance(action_args, str) else ""
+        return word in READ_COMMANDS and not (text and _REDIRECT_RE.search(text))
+    return False
+
+
 def is_silent_command(action_args: Any) -> bool:
     """A command or program whose success prints nothing (``cd``, ``INSERT``,
     ``echo … > file``, code that only asserts)."""

@@ -76,7 +76,7 @@ from tracing.anchoring.records import RecordIndex
 from tracing.anchoring.relation import wrong_relation
 from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, normalize_number, split_sentences
 from tracing.normalize import EN_STOP_WORDS, action_key, jaccard, tokens
-from tracing.results import Reading, is_command, read_result
+from tracing.results import Reading, is_command, is_read_call, read_result
 from tracing.steps import REPLY_TOOLS, Step, context_text, is_reply, role_of
 
 # --- thresholds -------------------------------------------------------------
@@ -553,10 +553,13 @@ class _Pass:
             if not failed:
                 self.calls_since_user += 1
                 self.done_tools.add(call.tool)
-                acted = action_key(call.tool, None)[0]
-                for other in self.history:
-                    if other != acted:
-                        self.changed_at[other] = step.index
+                if not is_read_call(call.step.tool, call.step.args if call.step.args is not None else call.step.text):
+                    # A call that may have changed the world: asking another
+                    # tool again since is legitimate (a read changes nothing).
+                    acted = action_key(call.tool, None)[0]
+                    for other in self.history:
+                        if other != acted:
+                            self.changed_at[other] = step.index
         if not failed:
             self.done_texts.append(text[:2000].lower())
         producing = call.sal.units if call is not None else set()

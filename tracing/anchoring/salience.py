@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from tracing.normalize import EN_STOP_WORDS, ZH_STOP_WORDS, split_cjk
 
@@ -302,8 +302,12 @@ class Salient:
 
 
 
+@lru_cache(maxsize=4096)
 def extract(text: str) -> Salient:
-    """Salient units of ``text`` (capped at MAX_SCAN_CHARS). Never raises on str input."""
+    """Salient units of ``text`` (capped at MAX_SCAN_CHARS). Never raises on str input.
+
+    Cached: a run's context, its thoughts' sentences and repeated results are
+    read several times. Callers must treat the result as read-only."""
     out = Salient()
     if not text:
         return out
