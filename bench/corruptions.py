@@ -541,6 +541,27 @@ def _row_records(data: Any, pos: int, out: list[Record]) -> None:
         out.append(Record(pos=pos, kind=kind, ident=None, fields=dict(enumerate(row))))
 
 
+def pair_results(steps: list[Step]) -> dict[int, int]:
+    """Result position -> the position of the call that produced it: the first
+    open call of the same tool, else the call just before. A statement closes
+    the turn's open calls (parallel calls come back in any order)."""
+    open_calls: list[int] = []
+    out: dict[int, int] = {}
+    for pos, s in enumerate(steps):
+        if is_call(s):
+            open_calls.append(pos)
+        elif is_result(s):
+            match = next((c for c in open_calls if (steps[c].tool or "") == (s.tool or "")), None)
+            if match is None and open_calls and open_calls[-1] == pos - 1:
+                match = open_calls[-1]
+            if match is not None:
+                out[pos] = match
+                open_calls.remove(match)
+        elif is_statement(s):
+            open_calls.clear()
+    return out
+
+
 class Run:
     """A run's steps renumbered 0..n-1 with what the generators need, computed once."""
 
@@ -549,7 +570,7 @@ class Run:
         self.steps = [replace(s, index=i) for i, s in enumerate(traj.steps)]
         self.base = units(f"{traj.goal}\n{context_text(traj.context)}")
         self.step_units = [units(step_words(s)) for s in self.steps]
-        self.pairs = self._pair()
+        self.pairs = pair_results(self.steps)
         self.readings: dict[int, Reading] = {}
         for r, s in enumerate(self.steps):
             if is_result(s):
@@ -557,25 +578,6 @@ class Run:
                 self.readings[r] = read_result(s.text, s.meta, self.steps[call].args if call is not None else None)
         self._records: list[Record] | None = None
         self._prefix: list[set[str]] | None = None
-
-    def _pair(self) -> dict[int, int]:
-        """result position -> call position: first open call of the same tool,
-        else the call just before. A statement closes the turn's calls."""
-        open_calls: list[int] = []
-        out: dict[int, int] = {}
-        for pos, s in enumerate(self.steps):
-            if is_call(s):
-                open_calls.append(pos)
-            elif is_result(s):
-                match = next((c for c in open_calls if (self.steps[c].tool or "") == (s.tool or "")), None)
-                if match is None and open_calls and open_calls[-1] == pos - 1:
-                    match = open_calls[-1]
-                if match is not None:
-                    out[pos] = match
-                    open_calls.remove(match)
-            elif is_statement(s):
-                open_calls.clear()
-        return out
 
     def evidence_before(self, pos: int, skip: Iterable[int] = ()) -> set[str]:
         skipped = set(skip)
