@@ -14,8 +14,9 @@ here asks the detector anything, so the cases do not bend towards it.
 Kinds (the expected break is always a step of the agent's):
 
 swap_observation      a tool result that the next statement uses is replaced by
-                      another run's result (same source) that shares none of
-                      the used values; the statement is the break.
+                      another result of the same tool (else any) in the same
+                      source that shares none of the used values; the
+                      statement is the break.
 requery               a call and its (usable) result are inserted again after a
                       later result, with no user turn or write call between;
                       the re-issued call is the break.
@@ -24,9 +25,11 @@ changed_claim         a grounded number or name in a prose sentence of a
 false_success         a success claim, in the run's own statement form, is
                       inserted right after a failed result (or after a result
                       replaced by a failed one of the same source).
-error_as_success      a successful result that the next statement builds on is
-                      replaced by a real error result of the same source (same
-                      tool first); the statement is the break.
+error_as_success      a successful result that the next statement builds on
+                      (quotes a value only that result brought, or reports
+                      success / an action done without naming a problem) is
+                      replaced by a real error result of the same source
+                      (same tool first); the statement is the break.
 empty_as_data         a data result is replaced by an empty one of its shape
                       (``[]``, ``{}``/``null``, ``()``, no output); the first
                       statement that quotes a value only that result held is
@@ -656,6 +659,7 @@ class Pools:
     """Per source: results the generators draw replacements from."""
 
     ok_results: list[str] = field(default_factory=list)
+    ok_by_tool: dict[str, list[str]] = field(default_factory=dict)
     errors_by_tool: dict[str, list[str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # error or empty, not rejections
@@ -670,6 +674,7 @@ class Pools:
                 text = run.steps[r].text or ""
                 if reading.status == "ok" and text.strip():
                     pools.ok_results.append(text)
+                    pools.ok_by_tool.setdefault(run.steps[r].tool or "", []).append(text)
                 if reading.status == "error" and not reading.rejected and text.strip():
                     pools.errors.append(text)
                     pools.errors_by_tool.setdefault(run.steps[r].tool or "", []).append(text)
@@ -718,9 +723,13 @@ def swap_observation(run: Run, pools: Pools) -> Iterator[Candidate]:
         if not used:
             continue
 
-        def build(rng: random.Random, r: int = r, used: set[str] = used) -> Built | None:
+        # Another result of the same tool when the source has one (a SQL
+        # result for a SQL call), else any usable result of the source.
+        donors = pools.ok_by_tool.get(run.steps[r].tool or "") or pools.ok_results
+
+        def build(rng: random.Random, r: int = r, used: set[str] = used, donors: list[str] = donors) -> Built | None:
             for _ in range(20):
-                donor = rng.choice(pools.ok_results)
+                donor = rng.choice(donors)
                 if donor != run.steps[r].text and not (units(donor) & used):
                     return _replaced_result(run, r, donor), r + 1, f"result {r} swapped for another run's"
             return None
