@@ -105,9 +105,23 @@ _DONE_RE = re.compile(
     r"\b(?:has been|have been|had been|is now|are now|successfully|done|completed|updated|changed|modified|"
     r"processed|submitted|applied|enabled|disabled|resumed|suspended|sent|refunded|exchanged|returned|booked|"
     r"cancell?ed|toggled|turned (?:on|off)|reset|removed|added|created|deleted|moved|placed|put|took|taken|"
-    r"picked up|opened|closed|saved|written|installed|i (?:have )?(?:now )?\w+ed)\b",
+    r"picked up|opened|closed|saved|written|installed)\b",
     re.I,
 )
+# "Now I take the knife": a text agent narrating what it just did.
+_NOW_I_RE = re.compile(r"\bnow,? i\b", re.I)
+# Irregular past forms of write verbs (the regular ones end in -ed).
+_IRREGULAR_PAST = {
+    "take": ("took", "taken"),
+    "put": ("put",),
+    "make": ("made",),
+    "send": ("sent",),
+    "pay": ("paid",),
+    "buy": ("bought",),
+    "set": ("set",),
+    "reset": ("reset",),
+    "write": ("wrote", "written"),
+}
 # First word of a tool name that changes the world (snake_case, camelCase or
 # a text-mode verb): English verbs, not one benchmark's tool list.
 WRITE_VERBS = frozenset(
@@ -1026,6 +1040,26 @@ def stale_after_update(run: Run, pools: Pools) -> Iterator[Candidate]:
             yield Candidate(pos, build)
 
 
+def reports_done(verb: str, text: str) -> bool:
+    """A sentence of ``text`` says the ``verb`` was done: it names the verb
+    (any inflection) in the past, next to a completion marker, or as "now I
+    <verb>", and it does not plan or ask."""
+    stem = verb[:-1] if len(verb) > 4 and verb[-1] in "ey" else verb
+    forms = _IRREGULAR_PAST.get(verb, ())
+    for m in _SENTENCE_RE.finditer(text[:MAX_SCAN]):
+        sentence = m.group(0)
+        if _PLANNING_RE.search(sentence):
+            continue
+        words = re.findall(r"[a-z]+", sentence.lower())
+        named = [w for w in words if w.startswith(stem) or w in forms]
+        if not named:
+            continue
+        past = any(w.endswith(("ed", "en")) or w in forms for w in named)
+        if past or _DONE_RE.search(sentence) or _NOW_I_RE.search(sentence):
+            return True
+    return False
+
+
 def phantom_call(run: Run, pools: Pools) -> Iterator[Candidate]:
     steps = run.steps
     for r, c in run.pairs.items():
@@ -1044,7 +1078,11 @@ def phantom_call(run: Run, pools: Pools) -> Iterator[Candidate]:
         # A write that the next statement reports as done.
         if target is None and is_write(steps[c]):
             q = run.next_agent(r)
-            if q is not None and is_statement(steps[q]) and _DONE_RE.search(statement_text(steps[q])):
+            if (
+                q is not None
+                and is_statement(steps[q])
+                and reports_done(tool_verb(steps[c].tool), statement_text(steps[q]))
+            ):
                 target, why = q, "write"
         if target is None:
             continue

@@ -230,3 +230,18 @@ def test_false_success_speaks_in_the_runs_own_form():
     built, _ = build(run, "false_success")
     steps, expected, _ = built
     assert expected == 3 and C.is_reply(steps[3]) and "get_order_details" in steps[3].text
+
+
+@pytest.mark.parametrize(
+    ("verb", "text", "done"),
+    [
+        ("take", "Now I take a knife (1). Next, I need to go to sinkbasin 1.", True),
+        ("take", "Now I find a pan (1). Next, I need to take it.", False),
+        ("cancel", "Your order #W1 has been cancelled.", True),
+        ("cancel", "Should I cancel the whole order?", False),
+        ("modify", "I modified the items of your order.", True),
+        ("toggle", "Airplane mode was toggled off.", True),
+    ],
+)
+def test_reports_done(verb, text, done):
+    assert C.reports_done(verb, text) is done
