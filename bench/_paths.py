@@ -10,6 +10,7 @@ finds ``/work/shared/eval``).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,3 +40,20 @@ def eval_dir() -> Path:
         if candidate.is_dir():
             return candidate
     return HERE.parent / "shared" / "eval"
+
+
+def describe(root: Path) -> str:
+    """``root`` with its commit, and "+ uncommitted changes" when tracing/ is dirty."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", "tracing"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return str(root)
+    return f"{root} @ {head}" + (" + uncommitted changes in tracing/" if dirty else "")

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _paths import eval_dir, setup_code_path  # noqa: E402
+from _paths import describe, eval_dir, setup_code_path  # noqa: E402
 
 CODE_ROOT = setup_code_path()
 
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     if not EVAL_DIR.is_dir():
         print(f"no eval data at {EVAL_DIR} (set AGENTLAB_EVAL)")
         return 2
-    print(f"detectors from {CODE_ROOT / 'tracing'}; data from {EVAL_DIR}; seed {args.seed}")
+    print(f"detectors from {describe(CODE_ROOT)}; data from {EVAL_DIR}; seed {args.seed}")
     data = load()
     runs = {source: [C.Run(t) for t in trajs] for source, trajs in data.items()}
 

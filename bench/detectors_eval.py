@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _paths import eval_dir, setup_code_path  # noqa: E402
+from _paths import describe, eval_dir, setup_code_path  # noqa: E402
 
 CODE_ROOT = setup_code_path()
 
@@ -514,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no trajectories under {args.eval}", file=sys.stderr)
         return 1
     data = {p.parent.name: list(read_jsonl(p)) for p in files}
-    print(f"detectors from {CODE_ROOT / 'tracing'}; data from {args.eval}; policy {policy.name} v{policy.version}")
+    print(f"detectors from {describe(CODE_ROOT)}; data from {args.eval}; policy {policy.name} v{policy.version}")
 
     figs, replays = measure(data, policy)
     naive = measure_naive(data)
