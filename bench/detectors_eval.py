@@ -1,135 +1,533 @@
-"""Detectors over the real trajectories in ../shared/eval: what they flag, where,
-and what the default policy would stop.
+"""The watchdog on the real trajectories of ../shared/eval (issue 11).
 
-    .venv/bin/python bench/detectors_eval.py [--policy NAME_OR_JSON] [--eval DIR]
+Per source, with the policy replayed as if live (``tracing.replay``: a stop
+ends the run): share of succeeded runs with any intervention (target <= 10%)
+and with a stop (target <= 1%); share of failed runs stopped; steps saved =
+share of the failed runs' steps that come after the stop. The same figures
+for a naive watchdog measured in the same run, in two variants:
 
-Per source: runs flagged by each detector (a trigger the watchdog would act on,
-computed over the whole run with interventions off), the step index of the
-first flag (median and quartiles), and for the policy replayed as if live the
-stop rate on runs that succeeded (a false kill by the data's own outcome)
-against the stop rate on runs that failed.
+  naive/row  stop at the 3rd identical call in a row (consecutive tool calls;
+             thoughts, replies and user turns between them do not break the
+             row) or the 3rd invalid result in a row (consecutive tool results);
+  naive/run  stop at the 3rd identical call anywhere in the run or the 3rd
+             invalid result anywhere in the run.
+
+"Identical" = same tool and byte-identical arguments after canonical JSON
+(sorted keys) or white-space normalisation; "invalid" = a tool result that
+``read_result`` reads as error / empty / timeout (user turns never count). A
+naive stop at a call saves the steps after that call.
+
+Then a sweep of the policy's stop aggressiveness (ladder.cooldown, tiers
+without redirect, stop_futile, stop_invalid, stop_streak; fields main does not
+know are skipped) printed per source as succeeded-stop rate vs steps saved,
+next to the naive points, and the best point at no more false kills than the
+naive one. Then: where the default policy stops the long identical-call loops
+of tau2 (the 96 x get_details_by_id run; target <= 10th identical call); how
+many legitimate no-argument repeats in tau2 (a user turn or another successful
+call since the previous one) get an intervention (should be ~0); the time of
+``python -m tracing.detect`` over all of shared/eval concatenated, on one core
+(target < 30 s); the detectors' own flags with interventions off.
+
+Run (measures the checkout that provides ``tracing``):
+    .venv/bin/python bench/detectors_eval.py [--policy NAME_OR_JSON] [--eval DIR] [--no-speed]
+    PYTHONPATH=/work/main /work/main/.venv/bin/python bench/detectors_eval.py   # another checkout's detectors
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
-from collections import Counter
-from dataclasses import replace
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _paths import describe, eval_dir, setup_code_path  # noqa: E402
+
+CODE_ROOT = setup_code_path()
+
+from corruptions import is_call, is_result, is_user, pair_results  # noqa: E402
 
 from tracing.detect import load_policy  # noqa: E402
-from tracing.steps import read_jsonl  # noqa: E402
-from tracing.watchdog import Watchdog  # noqa: E402
+from tracing.replay import replay  # noqa: E402
+from tracing.results import read_result  # noqa: E402
+from tracing.steps import Step, Trajectory, read_jsonl  # noqa: E402
+from tracing.watchdog import OFF_POLICY, Policy, PolicyError  # noqa: E402
 
+TARGET_OK_INTERVENED = 0.10
+TARGET_OK_STOPPED = 0.01
+TARGET_LOOP_CALLS = 10
+TARGET_DETECT_SECONDS = 30.0
+LOOP_MIN_CALLS = 10  # identical calls that make a "long loop" worth printing
+NAIVE_NTH = 3
 DETECTORS = ("repetition", "observation", "stagnation", "drift")
-DEFAULT_EVAL = REPO.parent / "shared" / "eval"
 
-
-def quartiles(values: list[int]) -> str:
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]}"
-    q = statistics.quantiles(values, n=4, method="inclusive")
-    return f"{statistics.median(values):g} [{q[0]:g}-{q[2]:g}]"
+# Stop aggressiveness, one knob at a time from the policy under test, then all
+# at once. Values for fields the policy does not have are skipped.
+SWEEP: list[tuple[str, dict[str, Any]]] = [
+    ("cooldown=0", {"ladder": {"cooldown": 0}}),
+    ("cooldown=1", {"ladder": {"cooldown": 1}}),
+    ("cooldown=2", {"ladder": {"cooldown": 2}}),
+    ("tiers=hint,stop", {"ladder": {"tiers": ["hint", "stop"]}}),
+    ("tiers=stop", {"ladder": {"tiers": ["stop"]}}),
+    ("stop_futile=1", {"ladder": {"stop_futile": 1}}),
+    ("stop_futile=3", {"ladder": {"stop_futile": 3}}),
+    ("stop_invalid=3", {"ladder": {"stop_invalid": 3}}),
+    ("stop_invalid=4", {"ladder": {"stop_invalid": 4}}),
+    ("stop_invalid=7", {"ladder": {"stop_invalid": 7}}),
+    ("stop_streak=6", {"ladder": {"stop_streak": 6}}),
+    ("stop_streak=8", {"ladder": {"stop_streak": 8}}),
+    ("stop_streak=14", {"ladder": {"stop_streak": 14}}),
+    (
+        "all aggressive",
+        {
+            "ladder": {
+                "cooldown": 0,
+                "tiers": ["hint", "stop"],
+                "stop_futile": 1,
+                "stop_invalid": 3,
+                "stop_streak": 6,
+            }
+        },
+    ),
+]
 
 
 def pct(num: int, den: int) -> str:
-    return f"{num}/{den} ({100.0 * num / den:.1f}%)" if den else "0/0"
+    return f"{100.0 * num / den:5.1f}% ({num}/{den})" if den else "    n/a"
 
 
-def evaluate(path: Path, policy) -> dict:
-    off = replace(policy, enabled=False)
-    flagged: dict[str, list[int]] = {d: [] for d in DETECTORS}
-    flagged_ok: Counter[str] = Counter()
-    tiers: Counter[str] = Counter()
-    by_det: Counter[str] = Counter()
-    stops = {True: 0, False: 0}
-    totals = {True: 0, False: 0}
-    stop_steps: list[int] = []
-    stop_frac: list[float] = []
-    runs = 0
-    for traj in read_jsonl(path):
-        runs += 1
-        wd = Watchdog(off, goal=traj.task)
-        first: dict[str, int] = {}
-        for step in traj.steps:
-            wd.observe(step)
-            for det in wd.signals.get(step.index, {}).get("triggers", ()):
-                first.setdefault(det, step.index)
-        for det, idx in first.items():
-            flagged[det].append(idx)
-            flagged_ok[det] += bool(traj.success)
-        live = Watchdog(policy, goal=traj.task)
-        ok = bool(traj.success)
-        totals[ok] += 1
-        for step in traj.steps:
-            iv = live.observe(step)
-            if iv is None:
-                continue
-            tiers[iv.tier] += 1
-            by_det[f"{iv.detector}/{iv.tier}"] += 1
-            if iv.tier == "stop":
-                stops[ok] += 1
-                stop_steps.append(step.index)
-                stop_frac.append(step.index / max(1, traj.steps[-1].index))
-                break
-    return {
-        "runs": runs,
-        "flagged": flagged,
-        "flagged_ok": flagged_ok,
-        "tiers": tiers,
-        "by_det": by_det,
-        "stops": stops,
-        "totals": totals,
-        "stop_steps": stop_steps,
-        "stop_frac": stop_frac,
-    }
+def share(num: int, den: int) -> float:
+    return num / den if den else 0.0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--policy", default=None)
-    parser.add_argument("--eval", default=str(DEFAULT_EVAL))
-    args = parser.parse_args()
-    policy = load_policy(args.policy)
-    root = Path(args.eval)
-    files = sorted(root.glob("*/runs.jsonl"))
-    if not files:
-        print(f"no trajectories under {root}", file=sys.stderr)
-        return 1
-    print(f"policy {policy.name} v{policy.version}")
-    all_ok = all_fail = stop_ok = stop_fail = 0
-    for path in files:
-        r = evaluate(path, policy)
-        src = path.parent.name
-        print(f"\n== {src}: {r['runs']} runs, {r['totals'][True]} succeeded")
-        for det in DETECTORS:
-            steps = r["flagged"][det]
-            n_ok = r["flagged_ok"][det]
-            split = f"succeeded {n_ok}/{r['totals'][True]}, failed {len(steps) - n_ok}/{r['totals'][False]}"
-            print(
-                f"  {det:<12} flags {pct(len(steps), r['runs']):<18} ({split}); first flag at step {quartiles(steps)}"
-            )
-        print(f"  interventions by tier: {dict(r['tiers'])}")
-        print(f"  by detector/tier:     {dict(sorted(r['by_det'].items()))}")
+def mark(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+# ---------------------------------------------------------------------------
+# Per-source figures for one stopping rule
+# ---------------------------------------------------------------------------
+@dataclass
+class Figures:
+    ok: int = 0
+    ok_intervened: int = 0
+    ok_stopped: int = 0
+    failed: int = 0
+    failed_stopped: int = 0
+    failed_steps: int = 0
+    failed_saved: int = 0
+    stop_positions: list[float] = field(default_factory=list)
+
+    def add(self, traj: Trajectory, intervened: bool, stop_pos: int | None) -> None:
+        n = len(traj.steps)
+        if traj.success:
+            self.ok += 1
+            self.ok_intervened += intervened
+            self.ok_stopped += stop_pos is not None
+            return
+        self.failed += 1
+        self.failed_steps += n
+        if stop_pos is not None:
+            self.failed_stopped += 1
+            self.failed_saved += n - 1 - stop_pos
+            self.stop_positions.append(stop_pos / max(1, n - 1))
+
+    @property
+    def saved(self) -> float:
+        return share(self.failed_saved, self.failed_steps)
+
+    @property
+    def false_kill(self) -> float:
+        return share(self.ok_stopped, self.ok)
+
+
+def position_of(traj: Trajectory, index: int | None) -> int | None:
+    if index is None:
+        return None
+    return next((p for p, s in enumerate(traj.steps) if s.index == index), None)
+
+
+def measure(data: dict[str, list[Trajectory]], policy: Policy) -> tuple[dict[str, Figures], dict[str, list[Any]]]:
+    figs: dict[str, Figures] = {}
+    replays: dict[str, list[Any]] = {}
+    for source, trajs in data.items():
+        f = Figures()
+        reps = []
+        for traj in trajs:
+            rep = replay(traj.steps, goal=traj.goal, policy=policy, context=traj.context)
+            reps.append(rep)
+            f.add(traj, bool(rep.interventions), position_of(traj, rep.stopped_at))
+        figs[source] = f
+        replays[source] = reps
+    return figs, replays
+
+
+# ---------------------------------------------------------------------------
+# The naive watchdog
+# ---------------------------------------------------------------------------
+def canonical_args(args: Any) -> str:
+    if isinstance(args, str):
+        stripped = args.strip()
+        if stripped[:1] in "{[":
+            try:
+                args = json.loads(stripped)
+            except ValueError:
+                return " ".join(args.split())
+        else:
+            return " ".join(args.split())
+    if args is None:
+        return ""
+    try:
+        return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return " ".join(str(args).split())
+
+
+def invalid_results(steps: list[Step]) -> dict[int, bool]:
+    """Tool result position -> whether read_result calls it error/empty/timeout."""
+    pairs = pair_results(steps)
+    out = {}
+    for pos, s in enumerate(steps):
+        if is_result(s):
+            call = pairs.get(pos)
+            reading = read_result(s.text, s.meta, steps[call].args if call is not None else None)
+            out[pos] = reading.status in ("error", "empty", "timeout")
+    return out
+
+
+def naive_stop(steps: list[Step], in_a_row: bool, invalid: dict[int, bool] | None = None) -> int | None:
+    """Position of the naive watchdog's stop, or None."""
+    invalid = invalid_results(steps) if invalid is None else invalid
+    seen: Counter[tuple[str, str]] = Counter()
+    last_key: tuple[str, str] | None = None
+    row = 0
+    bad = 0
+    for pos, s in enumerate(steps):
+        if is_call(s):
+            key = ((s.tool or "").strip(), canonical_args(s.args))
+            if in_a_row:
+                row = row + 1 if key == last_key else 1
+                last_key = key
+                if row >= NAIVE_NTH:
+                    return pos
+            else:
+                seen[key] += 1
+                if seen[key] >= NAIVE_NTH:
+                    return pos
+        elif pos in invalid:
+            if invalid[pos]:
+                bad += 1
+                if bad >= NAIVE_NTH:
+                    return pos
+            elif in_a_row:
+                bad = 0
+    return None
+
+
+def measure_naive(data: dict[str, list[Trajectory]]) -> dict[str, dict[str, Figures]]:
+    out: dict[str, dict[str, Figures]] = {"naive/row": {}, "naive/run": {}}
+    for source, trajs in data.items():
+        row, run = Figures(), Figures()
+        for traj in trajs:
+            invalid = invalid_results(traj.steps)
+            for figs, in_a_row in ((row, True), (run, False)):
+                stop = naive_stop(traj.steps, in_a_row, invalid)
+                figs.add(traj, stop is not None, stop)
+        out["naive/row"][source] = row
+        out["naive/run"][source] = run
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Reports
+# ---------------------------------------------------------------------------
+def print_main(policy: Policy, figs: dict[str, Figures], naive: dict[str, dict[str, Figures]]) -> None:
+    print(
+        f"\n== {policy.name} v{policy.version} replayed as if live, per source "
+        f"(targets: succeeded with any intervention <= {TARGET_OK_INTERVENED:.0%}, with a stop "
+        f"<= {TARGET_OK_STOPPED:.0%}; steps saved above both naive variants)"
+    )
+    print(
+        f"{'source':20} {'succ. intervened':>17} {'':6} {'succ. stopped':>15} {'':6} {'failed stopped':>18} "
+        f"{'steps saved':>18}  {'vs naive/row':13} {'vs naive/run':13} median stop at (share of run)"
+    )
+    tot = Figures()
+    for source, f in figs.items():
+        nr, nn = naive["naive/row"][source], naive["naive/run"][source]
+        where = f"{statistics.median(f.stop_positions):.2f}" if f.stop_positions else "-"
+        vs = [f"{100 * n.saved:5.1f}% {mark(f.saved > n.saved) if f.failed else '-':6}" for n in (nr, nn)]
         print(
-            f"  STOP on succeeded runs (false kill): {pct(r['stops'][True], r['totals'][True])}"
-            f"   on failed runs: {pct(r['stops'][False], r['totals'][False])}"
+            f"{source:20} {pct(f.ok_intervened, f.ok):>17} {mark(share(f.ok_intervened, f.ok) <= TARGET_OK_INTERVENED):6} "
+            f"{pct(f.ok_stopped, f.ok):>15} {mark(f.false_kill <= TARGET_OK_STOPPED):6} "
+            f"{pct(f.failed_stopped, f.failed):>18} {pct(f.failed_saved, f.failed_steps):>18}  {vs[0]} {vs[1]} {where}"
         )
-        if r["stop_steps"]:
-            fr = statistics.median(r["stop_frac"])
-            print(f"  stop at step {quartiles(r['stop_steps'])}; median position in run {fr:.2f}")
-        all_ok += r["totals"][True]
-        all_fail += r["totals"][False]
-        stop_ok += r["stops"][True]
-        stop_fail += r["stops"][False]
-    print(f"\nALL: stop on succeeded {pct(stop_ok, all_ok)}, on failed {pct(stop_fail, all_fail)}")
+        for name in ("ok", "ok_intervened", "ok_stopped", "failed", "failed_stopped", "failed_steps", "failed_saved"):
+            setattr(tot, name, getattr(tot, name) + getattr(f, name))
+    print(
+        f"{'ALL':20} {pct(tot.ok_intervened, tot.ok):>17} {'':6} {pct(tot.ok_stopped, tot.ok):>15} {'':6} "
+        f"{pct(tot.failed_stopped, tot.failed):>18} {pct(tot.failed_saved, tot.failed_steps):>18}"
+    )
+
+    print("\n-- the naive watchdog, same runs (row = 3rd in a row; run = 3rd anywhere in the run)")
+    print(f"{'source':20} {'variant':10} {'succ. stopped':>17} {'failed stopped':>18} {'steps saved':>18}")
+    for source in figs:
+        for variant in ("naive/row", "naive/run"):
+            n = naive[variant][source]
+            print(
+                f"{source:20} {variant:10} {pct(n.ok_stopped, n.ok):>17} {pct(n.failed_stopped, n.failed):>18} "
+                f"{pct(n.failed_saved, n.failed_steps):>18}"
+            )
+
+
+def sweep_points(base: Policy) -> list[tuple[str, Policy | str]]:
+    out: list[tuple[str, Policy | str]] = [(f"{base.name} (as given)", base)]
+    for label, override in SWEEP:
+        data = base.to_dict()
+        for section, values in override.items():
+            data.setdefault(section, {})
+            data[section] = {**data[section], **values}
+        data["name"] = f"sweep {label}"
+        try:
+            out.append((label, Policy.from_dict(data)))
+        except PolicyError as exc:
+            out.append((label, f"skipped: {exc}"))
+    return out
+
+
+def print_sweep(data: dict[str, list[Trajectory]], base: Policy, naive: dict[str, dict[str, Figures]]) -> None:
+    points = sweep_points(base)
+    results: list[tuple[str, dict[str, Figures]]] = []
+    for label, pol in points:
+        if isinstance(pol, str):
+            print(f"   sweep point {label}: {pol}")
+            continue
+        results.append((label, measure(data, pol)[0]))
+    print(
+        "\n== stop aggressiveness at equal false kills: succeeded runs stopped (false kills) vs steps saved, per source"
+    )
+    for source in data:
+        print(f"\n-- {source}")
+        print(f"   {'point':24} {'succ. stopped':>17} {'failed stopped':>18} {'steps saved':>18}")
+        for label, figs in results:
+            f = figs[source]
+            print(
+                f"   {label:24} {pct(f.ok_stopped, f.ok):>17} {pct(f.failed_stopped, f.failed):>18} "
+                f"{pct(f.failed_saved, f.failed_steps):>18}"
+            )
+        for variant in ("naive/row", "naive/run"):
+            n = naive[variant][source]
+            print(
+                f"   {variant:24} {pct(n.ok_stopped, n.ok):>17} {pct(n.failed_stopped, n.failed):>18} "
+                f"{pct(n.failed_saved, n.failed_steps):>18}"
+            )
+        for variant in ("naive/row", "naive/run"):
+            n = naive[variant][source]
+            fair = [(label, figs[source]) for label, figs in results if figs[source].false_kill <= n.false_kill]
+            if not fair:
+                print(f"   at <= {variant}'s false kills ({100 * n.false_kill:.1f}%): no policy point")
+                continue
+            label, best = max(fair, key=lambda item: item[1].saved)
+            verdict = "policy saves more" if best.saved > n.saved else "naive saves more or equal"
+            print(
+                f"   at <= {variant}'s false kills ({100 * n.false_kill:.1f}%): best point '{label}' saves "
+                f"{100 * best.saved:.1f}% vs naive {100 * n.saved:.1f}% -> {verdict}"
+            )
+
+
+def call_key(s: Step) -> tuple[str, str]:
+    return (s.tool or "").strip(), canonical_args(s.args)
+
+
+def print_loops(trajs: list[Trajectory], replays: list[Any]) -> None:
+    print(
+        f"\n== long identical-call loops in tau2 (>= {LOOP_MIN_CALLS} identical calls): where the policy stops them "
+        f"(target: by the {TARGET_LOOP_CALLS}th identical call)"
+    )
+    found = False
+    for traj, rep in zip(trajs, replays, strict=True):
+        counts = Counter(call_key(s) for s in traj.steps if is_call(s))
+        if not counts:
+            continue
+        key, n = counts.most_common(1)[0]
+        if n < LOOP_MIN_CALLS:
+            continue
+        found = True
+        stop = position_of(traj, rep.stopped_at)
+        args = key[1] if len(key[1]) < 60 else key[1][:57] + "..."
+        if stop is None:
+            verdict = "not stopped  MISSED"
+        else:
+            nth = sum(1 for s in traj.steps[: stop + 1] if is_call(s) and call_key(s) == key)
+            verdict = f"stopped at step {rep.stopped_at}, at identical call #{nth}  {mark(nth <= TARGET_LOOP_CALLS)}"
+        first_iv = rep.interventions[0] if rep.interventions else None
+        first = (
+            f"; first intervention step {first_iv['step']} ({first_iv['detector']}/{first_iv['tier']})"
+            if first_iv
+            else ""
+        )
+        print(f"   {traj.run_id:58} {key[0]}({args}) x{n}: {verdict}{first}")
+    if not found:
+        print("   none")
+
+
+def no_args(args: Any) -> bool:
+    return args in (None, "", {}, []) or (isinstance(args, str) and args.strip() in ("{}", "[]", "()"))
+
+
+def print_legit_repeats(trajs: list[Trajectory], replays: list[Any]) -> None:
+    """No-argument calls repeated after something that could change their answer."""
+    legit = intervened = stopped = unreached = immediate = immediate_iv = 0
+    tools: Counter[str] = Counter()
+    hit_tools: Counter[str] = Counter()
+    by_detector: Counter[str] = Counter()
+    for traj, rep in zip(trajs, replays, strict=True):
+        steps = traj.steps
+        invalid = invalid_results(steps)
+        pairs = pair_results(steps)
+        result_of = {c: r for r, c in pairs.items()}
+        iv_steps = {iv["step"]: f"{iv['detector']}/{iv['tier']}" for iv in rep.interventions}
+        evaluated = {s.index for s in rep.evaluated}
+        last: dict[str, int] = {}
+        for pos, s in enumerate(steps):
+            if not is_call(s) or not no_args(s.args):
+                continue
+            tool = (s.tool or "").strip()
+            prev = last.get(tool)
+            last[tool] = pos
+            if prev is None:
+                continue
+            between = steps[prev + 1 : pos]
+            effective = any(is_user(b) for b in between) or any(
+                is_result(steps[p])
+                and not invalid.get(p, True)
+                and pairs.get(p) not in (None, prev)
+                and call_key(steps[pairs[p]]) != call_key(s)
+                for p in range(prev + 1, pos)
+            )
+            end = result_of.get(pos, pos)
+            nxt = next(
+                (q for q in range(end + 1, len(steps)) if steps[q].kind in ("thought", "action", "final")), len(steps)
+            )
+            window = [steps[q].index for q in range(pos, nxt)]
+            if s.index not in evaluated:
+                unreached += 1
+                continue
+            got = [iv_steps[i] for i in window if i in iv_steps]
+            if effective:
+                legit += 1
+                tools[tool] += 1
+                if got:
+                    intervened += 1
+                    hit_tools[tool] += 1
+                    stopped += any(g.endswith("/stop") for g in got)
+                    by_detector.update(got)
+            else:
+                immediate += 1
+                immediate_iv += bool(got)
+    print(
+        "\n== legitimate no-argument repeats in tau2 (same no-argument call again after a user turn or another "
+        "successful call): interventions should be ~0"
+    )
+    print(
+        f"   {legit} legitimate repeats; with an intervention on the repeat or its result: {pct(intervened, legit)} "
+        f"(stops: {stopped}); by tool: {dict(tools.most_common())}"
+    )
+    if hit_tools:
+        print(f"   intervened, by tool: {dict(hit_tools.most_common())}; by detector/tier: {dict(by_detector)}")
+    print(
+        f"   for contrast, repeats with nothing effective in between: {immediate}, with an intervention: "
+        f"{pct(immediate_iv, immediate)}; repeats after the replay's stop (not evaluated): {unreached}"
+    )
+
+
+def print_flags(data: dict[str, list[Trajectory]]) -> None:
+    """What each detector would act on, with interventions off."""
+    print("\n== detector triggers with interventions off (runs with >= 1 trigger: succeeded / failed)")
+    print(f"{'source':20} " + " ".join(f"{d:>24}" for d in DETECTORS))
+    for source, trajs in data.items():
+        ok = sum(1 for t in trajs if t.success)
+        bad = len(trajs) - ok
+        hit: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for traj in trajs:
+            rep = replay(traj.steps, goal=traj.goal, policy=OFF_POLICY, context=traj.context)
+            fired = {d for sig in rep.watchdog.signals.values() for d in sig.get("triggers", ())}
+            for det in fired:
+                hit[det][0 if traj.success else 1] += 1
+        cells = []
+        for det in DETECTORS:
+            a, b = hit[det]
+            cells.append(f"{100 * share(a, ok):5.1f}% / {100 * share(b, bad):5.1f}%".rjust(24))
+        print(f"{source:20} " + " ".join(cells))
+
+
+def time_detect(files: list[Path]) -> None:
+    """``python -m tracing.detect`` over all files concatenated, pinned to one core."""
+    with tempfile.TemporaryDirectory() as tmp:
+        combined = Path(tmp) / "all.jsonl"
+        runs = steps = 0
+        with combined.open("w", encoding="utf-8") as out:
+            for path in files:
+                for line in path.read_text(encoding="utf-8").splitlines():
+                    if line.strip():
+                        out.write(line + "\n")
+                        runs += 1
+                        steps += len(json.loads(line).get("steps") or [])
+        cmd = [sys.executable, "-m", "tracing.detect", str(combined)]
+        pinned = shutil.which("taskset")
+        if pinned:
+            cmd = [pinned, "-c", "0", *cmd]
+        env = {**os.environ, "PYTHONPATH": str(CODE_ROOT)}
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp, check=False)
+        took = time.perf_counter() - start
+    note = "one core (taskset -c 0)" if pinned else "one process (no taskset)"
+    status = "" if proc.returncode == 0 else f"; exit {proc.returncode}: {proc.stderr.decode()[-300:]}"
+    print(
+        f"\n== speed: python -m tracing.detect over all of shared/eval concatenated ({runs} runs, {steps} steps), "
+        f"{note}: {took:.1f} s (target < {TARGET_DETECT_SECONDS:.0f} s): {mark(took < TARGET_DETECT_SECONDS)}{status}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policy", default=None, help="built-in name, JSON object or JSON file (default: default)")
+    parser.add_argument("--eval", default=str(eval_dir()))
+    parser.add_argument("--no-speed", action="store_true", help="skip timing python -m tracing.detect")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the stop-aggressiveness sweep")
+    args = parser.parse_args(argv)
+    try:
+        policy = load_policy(args.policy)
+    except PolicyError as exc:
+        print(f"bad --policy: {exc}", file=sys.stderr)
+        return 2
+    files = sorted(Path(args.eval).glob("*/runs.jsonl"))
+    if not files:
+        print(f"no trajectories under {args.eval}", file=sys.stderr)
+        return 1
+    data = {p.parent.name: list(read_jsonl(p)) for p in files}
+    print(f"detectors from {describe(CODE_ROOT)}; data from {args.eval}; policy {policy.name} v{policy.version}")
+
+    figs, replays = measure(data, policy)
+    naive = measure_naive(data)
+    print_main(policy, figs, naive)
+    if not args.no_sweep:
+        print_sweep(data, policy, naive)
+    tau2 = "tau2_retail_telecom"
+    if tau2 in data:
+        print_loops(data[tau2], replays[tau2])
+        print_legit_repeats(data[tau2], replays[tau2])
+    print_flags(data)
+    if not args.no_speed:
+        time_detect(files)
     return 0
 
 
