@@ -359,6 +359,9 @@ class Watchdog:
         self._action_keys: dict[int, tuple[str, str]] = {}
         self._pairs: dict[tuple[Any, ...], int] = {}
         self._effective_turn = -1
+        self._effective_step = -1
+        # Action index -> index of the result that answered it.
+        self._answered_at: dict[int, int] = {}
         self.futile = 0
         self._futile_steps: list[int] = []
 
@@ -422,10 +425,12 @@ class Watchdog:
         self._turn += 1
         if obs.progress:
             self._effective_turn = self._turn
+            self._effective_step = obs.step
             self.futile = 0
             self._futile_steps = []
         if obs.obs_class == "user" or obs.action_step is None:
             return
+        self._answered_at[obs.action_step] = obs.step
         key = self._action_keys.pop(obs.action_step, None)
         if key is None:
             return
@@ -451,7 +456,14 @@ class Watchdog:
         rep, self._pending_rep = self._pending_rep, None
         failed = obs is None or obs.bad
         min_repeats = self.policy.thresholds.repetition_min_repeats
-        if rep is not None and not progress and (failed or rep.repeats >= min_repeats):
+        # A repeat after something effective (a new result, a user's turn) is a
+        # re-check (run_speed_test() after the user toggled a setting), not a loop.
+        recheck = (
+            rep is not None
+            and rep.compared_step is not None
+            and self._effective_step > self._answered_at.get(rep.compared_step, rep.compared_step)
+        )
+        if rep is not None and not progress and not recheck and (failed or rep.repeats >= min_repeats):
             out.append(
                 _Trigger(
                     "repetition",
