@@ -161,17 +161,14 @@ def _prints(action_args: Any) -> bool:
 # something else changed the world since. Verbs as tool names start with them
 # ("get_order_details", "Search", "lookup"), commands as shells and SQL know them.
 READ_VERBS = frozenset(
-    "get find search lookup look list check read show describe desc query fetch view examine inspect inventory "
-    "retrieve calculate compute count verify validate browse info status lookup_table whois".split()
+    ["get", "find", "search", "lookup", "look", "list", "check", "read", "show", "describe", "desc", "query", "fetch", "view", "examine", "inspect", "inventory", "retrieve", "calculate", "compute", "count", "verify", "validate", "browse", "info", "status", "lookup_table", "whois"]
 )
 READ_COMMANDS = frozenset(
-    "ls cat grep egrep find head tail wc pwd which whereis file stat du df less more tree echo printf strings "
-    "select show describe desc explain pragma md5sum sha256sum sha1sum base64 xxd od hexdump uname whoami date "
-    "hostname id env printenv".split()
+    ["ls", "cat", "grep", "egrep", "find", "head", "tail", "wc", "pwd", "which", "whereis", "file", "stat", "du", "df", "less", "more", "tree", "echo", "printf", "strings", "select", "show", "describe", "desc", "explain", "pragma", "md5sum", "sha256sum", "sha1sum", "base64", "xxd", "od", "hexdump", "uname", "whoami", "date", "hostname", "id", "env", "printenv"]
 )
 # Moving changes where the agent is, not the state of anything it may ask
 # about again ("open drawer 3" twice with a "go to" between is still twice).
-MOVE_VERBS = frozenset("go goto move walk navigate travel teleport".split())
+MOVE_VERBS = frozenset(["go", "goto", "move", "walk", "navigate", "travel", "teleport"])
 _NAME_SPLIT_RE = re.compile(r"[_\s.-]+|(?<=[a-z])(?=[A-Z])")
 
 

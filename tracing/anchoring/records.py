@@ -63,15 +63,25 @@ class Record:
         return out
 
 
-def _id_key(obj: dict[str, Any]) -> str | None:
-    for key in obj:
-        if not isinstance(key, str) or not (key.lower() in ("id", "uuid") or key.lower().endswith("_id")
-                                            or key.endswith(("Id", "ID"))):
-            continue
-        value = obj[key]
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
-            return key
-    return None
+def _id_key(obj: dict[str, Any], container: str | None = None) -> str | None:
+    """The key that names the object: "id", else the *_id key named after the
+    list it sits in ("items" -> "item_id", not its "product_id"), else the first."""
+    keys = [
+        key for key, value in obj.items()
+        if isinstance(key, str)
+        and (key.lower() in ("id", "uuid") or key.lower().endswith("_id") or key.endswith(("Id", "ID")))
+        and isinstance(value, (str, int)) and not isinstance(value, bool)
+    ]
+    if not keys:
+        return None
+    if "id" in keys:
+        return "id"
+    if container:
+        singular = container.lower().rstrip("s")
+        for key in keys:
+            if key.lower() in (f"{singular}_id", f"{singular}id"):
+                return key
+    return keys[0]
 
 
 def _leaves(obj: Any, path: str, out: dict[str, set[str]], depth: int = 0) -> None:
@@ -79,7 +89,7 @@ def _leaves(obj: Any, path: str, out: dict[str, set[str]], depth: int = 0) -> No
         return
     if isinstance(obj, dict):
         if depth and _id_key(obj) is not None:
-            return  # a nested record is a record of its own
+            return  # a nested record is a record of its own (see records_in)
         for key, value in obj.items():
             _leaves(value, f"{path}.{key}" if path else str(key), out, depth + 1)
     elif isinstance(obj, (list, tuple)):
@@ -92,18 +102,18 @@ def _leaves(obj: Any, path: str, out: dict[str, set[str]], depth: int = 0) -> No
 def records_in(data: Any, step: int) -> Iterator[Record]:
     """Records of one parsed result, outermost first."""
     count = 0
-    stack: list[Any] = [data]
+    stack: list[tuple[Any, str | None]] = [(data, None)]
     while stack and count < MAX_RECORDS_PER_RESULT:
-        obj = stack.pop(0)
+        obj, container = stack.pop(0)
         if isinstance(obj, dict):
-            key = _id_key(obj)
+            key = _id_key(obj, container)
             if key is not None:
                 rec = Record(kind=key.lower(), ident=norm_value(obj[key]), step=step)
                 _leaves(obj, "", rec.fields)
                 rec.fields.pop(key, None)
                 count += 1
                 yield rec
-            stack.extend(v for v in obj.values() if isinstance(v, (dict, list)))
+            stack.extend((v, str(k)) for k, v in obj.items() if isinstance(v, (dict, list)))
         elif isinstance(obj, list):
             if obj and all(isinstance(r, (tuple, list)) and r for r in obj[:5]) and any(len(r) > 1 for r in obj[:5]):
                 for row in obj[:MAX_RECORDS_PER_RESULT]:
@@ -115,7 +125,7 @@ def records_in(data: Any, step: int) -> Iterator[Record]:
                     count += 1
                     yield rec
             else:
-                stack.extend(v for v in obj[:MAX_RECORDS_PER_RESULT] if isinstance(v, (dict, list)))
+                stack.extend((v, container) for v in obj[:MAX_RECORDS_PER_RESULT] if isinstance(v, (dict, list)))
 
 
 def _sentence_terms(sentence: str) -> set[str]:
@@ -144,11 +154,18 @@ def _asserted(value: str, sentence: str) -> bool:
     """The value stated as the record's state ("is pending", "status: pending",
     "still pending"), not used to name it ("your pending order")."""
     pattern = (
-        r"\b(?:is|are|was|were|remains?|still|currently|now|status(?: is)?|shows?|set to|:)\s+(?:\w+\s+){0,2}?"
+        r"\b(?:is|are|was|were|been|be|remains?|still|currently|now|status(?: is)?|shows?|set to|to|:)\s+(?:[\w,#.-]+\s+){0,6}?"
         + re.escape(value)
         + r"\b"
     )
     return re.search(pattern, sentence, re.IGNORECASE) is not None
+
+
+# A value that identifies what holds it: an email, a phone number, or a code
+# mixing letters and digits ("l1002", "#w8855135"); not a price or a word.
+_IDENTIFIER_RE = re.compile(
+    r"^(?:[\w.+-]+@[\w-]+\.[\w.]+|\+?\d{3}[-. ]\d{3}[-. ]\d{4}|#?(?=\w*\d)(?=\w*[a-z])[a-z0-9_-]{4,})$"
+)
 
 
 def _pins(value: str) -> bool:
@@ -166,8 +183,12 @@ class RecordIndex:
     past: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     # value -> {(kind, ident, field)} where it is the latest value.
     owners: dict[str, set[tuple[str, str, str]]] = field(default_factory=dict)
+    # Records the latest result changed: what the agent talks about next,
+    # whether or not it names them ("your line is now suspended").
+    updated: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, data: Any, step: int) -> None:
+        changed: list[tuple[str, str]] = []
         for rec in records_in(data, step):
             key = (rec.kind, rec.ident)
             old = self.latest.get(key)
@@ -176,6 +197,8 @@ class RecordIndex:
                     new_vals = rec.fields.get(name)
                     if new_vals is not None and new_vals != vals:
                         self.past.setdefault((rec.kind, rec.ident, name), set()).update(vals - new_vals)
+                        if key not in changed:
+                            changed.append(key)
                     for v in vals:
                         self.owners.get(v, set()).discard((rec.kind, rec.ident, name))
                 merged = dict(old.fields)
@@ -186,23 +209,42 @@ class RecordIndex:
                 for v in vals:
                     if _pins(v):
                         self.owners.setdefault(v, set()).add((rec.kind, rec.ident, name))
+        if changed:
+            self.updated = changed
 
     def _mentioned(self, terms: set[str]) -> list[Record]:
-        return [rec for (kind, ident), rec in self.latest.items() if ident in terms and len(ident) >= MIN_VALUE_CHARS]
+        """Records the sentence names: by id, or by a value only that record
+        holds that looks like an identifier (a phone number, an email)."""
+        out = [rec for (kind, ident), rec in self.latest.items() if ident in terms and len(ident) >= MIN_VALUE_CHARS]
+        for term in terms:
+            if not _IDENTIFIER_RE.match(term):
+                continue
+            owners = self.owners.get(term)
+            if owners and len({(k, i) for k, i, _ in owners}) == 1:
+                kind, ident, _ = next(iter(owners))
+                rec = self.latest.get((kind, ident))
+                if rec is not None and rec not in out:
+                    out.append(rec)
+        return out
 
-    def check(self, sentence: str) -> dict[str, Any] | None:
-        """A wrong-record or stale-value slip in one sentence, or None."""
-        if not self.latest or _CHANGE_RE.search(sentence):
-            # A change names the new value, which the record does not hold yet.
+    def check(self, sentence: str, *, proposal: bool = False) -> dict[str, Any] | None:
+        """A wrong-record or stale-value slip in one sentence, or None.
+        ``proposal``: the sentence proposes or asks for a change, whose new
+        value the record does not hold yet: not judged."""
+        if not self.latest or proposal:
             return None
         terms = _sentence_terms(sentence)
         mentioned = self._mentioned(terms)
+        focus = list(mentioned)
         if not mentioned:
+            # No record named: the one the latest change touched is in focus.
+            focus = [rec for key in self.updated if (rec := self.latest.get(key)) is not None]
+        if not focus:
             return None
         by_kind: dict[str, list[Record]] = {}
         for rec in mentioned:
             by_kind.setdefault(rec.kind, []).append(rec)
-        for rec in mentioned:
+        for rec in focus:
             own = rec.values()
             for name, vals in rec.fields.items():
                 past = self.past.get((rec.kind, rec.ident, name))
@@ -218,6 +260,9 @@ class RecordIndex:
                     ):
                         return {"slip": "stale", "record": rec.ident, "field": name, "said": old,
                                 "current": sorted(vals)[0], "step": rec.step}
+        if not mentioned or _CHANGE_RE.search(sentence):
+            # A change names old and new values of different records in one breath.
+            return None
         named = set().union(*(rec.values() for rec in mentioned))
         for rec in mentioned:  # what a record held before an update is its own too
             for name in rec.fields:
@@ -233,8 +278,10 @@ class RecordIndex:
                 if not same_kind:
                     continue
                 # Every record of this kind the sentence names has the field,
-                # and none of them holds the value: it came from another one.
-                if all(name in rec.fields and value not in rec.fields[name] for rec in same_kind):
+                # none of them holds the value (and the sentence does not also
+                # give the field's own value): it came from another one.
+                if all(name in rec.fields and value not in rec.fields[name] and not (rec.fields[name] & terms)
+                       for rec in same_kind):
                     rec = same_kind[0]
                     return {"slip": "wrong_record", "record": rec.ident, "field": name, "said": value,
                             "belongs_to": ident, "own": sorted(rec.fields[name])[0], "step": rec.step}

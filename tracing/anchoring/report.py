@@ -326,7 +326,8 @@ _CLAUSE_RE = re.compile(
 # Sentences that instruct the user or give an example assert nothing about
 # the world ("Swipe down to open Quick Settings", "an id like #W0000000").
 INSTRUCTION_RE = re.compile(
-    r"^(?:please|kindly|make sure|ensure|try|tap|tapping|swipe|swiping|open|opening|go to|click|select|press|hold|"
+    r"^(?:(?:on|in|from|at|for|if needed|then|next|first|now)\b[^,]{0,40},\s*)?"
+    r"(?:please|kindly|make sure|ensure|try|tap|tapping|swipe|swiping|open|opening|go to|click|select|press|hold|use|"
     r"turn|toggle|restart|reboot|navigate|scroll|confirm|provide|share|reply|let me know|feel free|you can|you may|"
     r"you should|you'?ll need|you will need|you need|could you|can you|would you|do you|if you|once you|when you)\b",
     re.IGNORECASE,
@@ -336,6 +337,17 @@ EXAMPLE_RE = re.compile(r"\b(?:for example|for instance|e\.g\.|such as|should lo
 
 
 _LIST_MARK_RE = re.compile(r"^(?:\d{1,2}[.)]|[-•*–·])\s*")
+
+# A change proposed, asked for or about to happen: the value it names is the
+# one the record does not hold yet.
+PROPOSAL_RE = re.compile(
+    r"\b(?:will|would|shall|want(?:s|ed)? to|wish to|like to|going to|to confirm|confirm|proceed|can|could|may|"
+    r"should|please|let me|i'll|we'll|request(?:ed)? to|plan to|about to)\b"
+    r"|^\W*(?:modify|change|update|cancel|return|exchange|swap|replace|switch|move|set|add|remove)\b"
+    # ...or names the earlier state on purpose ("still set to the old address").
+    r"|\b(?:old|previous|former|original|originally|prior|before)\b",
+    re.IGNORECASE,
+)
 
 
 def _claim_sentences(text: str) -> list[str]:
@@ -348,6 +360,26 @@ def _claim_sentences(text: str) -> list[str]:
             if clause and not PLAN_RE.match(clause) and not HEDGE_RE.search(clause) and not INSTRUCTION_RE.match(clause):
                 out.append(clause)
     return out
+
+
+def _label_blocks(text: str) -> list[str]:
+    """A line ending in ":" with the short unmarked lines it introduces
+    ("updated to:" + an address over three lines): one statement about a record."""
+    out: list[str] = []
+    pending: list[str] = []
+    for sentence in split_sentences(text):
+        if pending and len(pending) <= 4 and len(sentence) <= 80 and not sentence.endswith(":") \
+                and not _LIST_MARK_RE.match(sentence):
+            pending.append(sentence)
+            continue
+        if pending:
+            out.append(" ".join(pending))
+            pending = []
+        if sentence.endswith(":"):
+            pending = [sentence]
+    if pending:
+        out.append(" ".join(pending))
+    return [block for block in out if " " in block and not block.endswith(":")]
 
 
 def _best_sentence(text: str, probe: Salient) -> str:
@@ -701,7 +733,10 @@ class _Pass:
         for sentence in claims:
             if self._after_failure(step, sentence, last) or self._phantom(step, sentence):
                 return
-        for sentence in claims:
+        # Whole sentences: "its status" in a clause refers to the order the
+        # sentence named before it.
+        sentences = [x for x in split_sentences(text) if not x.rstrip().endswith(("?", "？"))]
+        for sentence in [*sentences, *_label_blocks(text)]:
             if self._record_slip(step, sentence):
                 return
         statement_numbers = extract(text).numbers
@@ -783,7 +818,7 @@ class _Pass:
         return True
 
     def _record_slip(self, step: Step, sentence: str) -> bool:
-        slip = self.records.check(sentence)
+        slip = self.records.check(sentence, proposal=bool(PROPOSAL_RE.search(sentence)))
         if slip is None:
             return False
         if slip["slip"] == "stale":

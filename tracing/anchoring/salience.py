@@ -459,6 +459,7 @@ def split_sentences(text: str) -> list[str]:
     parts = re.split(
         r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bMr\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bNo\.)"
         r"(?:(?<!\d\.)\s+|\s+(?=[A-Z“\"(]))"
+        r"|(?<=[.!?][”\"’)])\s+(?=[A-Z“\"(])"
         r"|[。！？；;\n]+",
         text,
     )
