@@ -102,18 +102,25 @@ def _leaves(obj: Any, path: str, out: dict[str, set[str]], depth: int = 0) -> No
 def records_in(data: Any, step: int) -> Iterator[Record]:
     """Records of one parsed result, outermost first."""
     count = 0
-    stack: list[tuple[Any, str | None]] = [(data, None)]
+    # (object, the key of the list or map it sits in, the record around it)
+    stack: list[tuple[Any, str | None, Record | None]] = [(data, None, None)]
     while stack and count < MAX_RECORDS_PER_RESULT:
-        obj, container = stack.pop(0)
+        obj, container, parent = stack.pop(0)
         if isinstance(obj, dict):
             key = _id_key(obj, container)
             if key is not None:
                 rec = Record(kind=key.lower(), ident=norm_value(obj[key]), step=step)
                 _leaves(obj, "", rec.fields)
                 rec.fields.pop(key, None)
+                if parent is not None:
+                    # A variant is also its product: "the SD card camera
+                    # (item 9228757377)" names the product's name too.
+                    for name, vals in parent.fields.items():
+                        rec.fields.setdefault(name, vals)
                 count += 1
                 yield rec
-            stack.extend((v, str(k)) for k, v in obj.items() if isinstance(v, (dict, list)))
+                parent = rec
+            stack.extend((v, str(k), parent) for k, v in obj.items() if isinstance(v, (dict, list)))
         elif isinstance(obj, list):
             if obj and all(isinstance(r, (tuple, list)) and r for r in obj[:5]) and any(len(r) > 1 for r in obj[:5]):
                 for row in obj[:MAX_RECORDS_PER_RESULT]:
@@ -125,7 +132,7 @@ def records_in(data: Any, step: int) -> Iterator[Record]:
                     count += 1
                     yield rec
             else:
-                stack.extend((v, container) for v in obj[:MAX_RECORDS_PER_RESULT] if isinstance(v, (dict, list)))
+                stack.extend((v, container, parent) for v in obj[:MAX_RECORDS_PER_RESULT] if isinstance(v, (dict, list)))
 
 
 def _sentence_terms(sentence: str) -> set[str]:
@@ -143,6 +150,9 @@ def _sentence_terms(sentence: str) -> set[str]:
         out.update(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
     return out
 
+
+# The word that introduces a change's target: "changed to", "swapped for".
+_TARGET_RE = re.compile(r"\b(?:to|for|with|into)\b(?!\s+(?:your|you|me|us|them|him|her|my|our)\b)", re.IGNORECASE)
 
 # A sentence about changing a record ("update the address to …", "swapped for").
 _CHANGE_RE = re.compile(
@@ -230,8 +240,8 @@ class RecordIndex:
     def check(self, sentence: str, *, proposal: bool = False) -> dict[str, Any] | None:
         """A wrong-record or stale-value slip in one sentence, or None.
         ``proposal``: the sentence proposes or asks for a change, whose new
-        value the record does not hold yet: not judged."""
-        if not self.latest or proposal:
+        value the record does not hold yet: not judged for staleness."""
+        if not self.latest:
             return None
         terms = _sentence_terms(sentence)
         mentioned = self._mentioned(terms)
@@ -241,10 +251,7 @@ class RecordIndex:
             focus = [rec for key in self.updated if (rec := self.latest.get(key)) is not None]
         if not focus:
             return None
-        by_kind: dict[str, list[Record]] = {}
-        for rec in mentioned:
-            by_kind.setdefault(rec.kind, []).append(rec)
-        for rec in focus:
+        for rec in [] if proposal else focus:
             own = rec.values()
             for name, vals in rec.fields.items():
                 past = self.past.get((rec.kind, rec.ident, name))
@@ -260,9 +267,24 @@ class RecordIndex:
                     ):
                         return {"slip": "stale", "record": rec.ident, "field": name, "said": old,
                                 "current": sorted(vals)[0], "step": rec.step}
-        if not mentioned or _CHANGE_RE.search(sentence):
-            # A change names old and new values of different records in one breath.
+        return self._wrong_record(sentence, mentioned)
+
+    def _wrong_record(self, sentence: str, mentioned: list[Record]) -> dict[str, Any] | None:
+        change = _CHANGE_RE.search(sentence)
+        if change:
+            # A change names the old and the new in one breath: judge only what
+            # it says of its target ("swapped … for the 20MP camera (item X)").
+            target = _TARGET_RE.search(sentence, change.end())
+            if target is None:
+                return None
+            sentence = sentence[target.end():]
+            mentioned = self._mentioned(_sentence_terms(sentence))
+        if not mentioned:
             return None
+        terms = _sentence_terms(sentence)
+        by_kind: dict[str, list[Record]] = {}
+        for rec in mentioned:
+            by_kind.setdefault(rec.kind, []).append(rec)
         named = set().union(*(rec.values() for rec in mentioned))
         for rec in mentioned:  # what a record held before an update is its own too
             for name in rec.fields:
