@@ -55,12 +55,18 @@ class Record:
     ident: str  # normalised id value
     step: int
     fields: dict[str, set[str]] = field(default_factory=dict)
+    # The enclosing record's fields (a variant's product name): they say what
+    # the record is, but its own updates are tracked on ``fields`` only.
+    inherited: dict[str, set[str]] = field(default_factory=dict)
 
     def values(self) -> set[str]:
         out: set[str] = set()
-        for vals in self.fields.values():
+        for vals in (*self.fields.values(), *self.inherited.values()):
             out |= vals
         return out
+
+    def field_values(self, name: str) -> set[str] | None:
+        return self.fields.get(name, self.inherited.get(name))
 
 
 def _id_key(obj: dict[str, Any], container: str | None = None) -> str | None:
@@ -84,17 +90,31 @@ def _id_key(obj: dict[str, Any], container: str | None = None) -> str | None:
     return keys[0]
 
 
-def _leaves(obj: Any, path: str, out: dict[str, set[str]], depth: int = 0) -> None:
+def _own_key(obj: dict[str, Any], container: str | None, top: bool) -> str | None:
+    """The id key when ``obj`` is a record of its own: a top-level object, one
+    whose id is named after the list it sits in ("items" -> "item_id"), or one
+    filed under its own id. An object that only refers to another by id (a
+    payment entry's "payment_method_id") is part of its parent, not a record."""
+    key = _id_key(obj, container)
+    if key is None or top:
+        return key
+    singular = (container or "").lower().rstrip("s")
+    if key.lower() in ("id", "uuid", f"{singular}_id", f"{singular}id") or norm_value(obj[key]) == norm_value(container):
+        return key
+    return None
+
+
+def _leaves(obj: Any, path: str, out: dict[str, set[str]], depth: int = 0, container: str | None = None) -> None:
     if depth > 6 or len(out) >= MAX_FIELDS:
         return
     if isinstance(obj, dict):
-        if depth and _id_key(obj) is not None:
+        if depth and _own_key(obj, container, top=False) is not None:
             return  # a nested record is a record of its own (see records_in)
         for key, value in obj.items():
-            _leaves(value, f"{path}.{key}" if path else str(key), out, depth + 1)
+            _leaves(value, f"{path}.{key}" if path else str(key), out, depth + 1, str(key))
     elif isinstance(obj, (list, tuple)):
         for item in obj[:50]:
-            _leaves(item, path, out, depth + 1)
+            _leaves(item, path, out, depth + 1, container)
     else:
         out.setdefault(path, set()).add(norm_value(obj))
 
@@ -107,7 +127,7 @@ def records_in(data: Any, step: int) -> Iterator[Record]:
     while stack and count < MAX_RECORDS_PER_RESULT:
         obj, container, parent = stack.pop(0)
         if isinstance(obj, dict):
-            key = _id_key(obj, container)
+            key = _own_key(obj, container, top=parent is None)
             if key is not None:
                 rec = Record(kind=key.lower(), ident=norm_value(obj[key]), step=step)
                 _leaves(obj, "", rec.fields)
@@ -115,8 +135,7 @@ def records_in(data: Any, step: int) -> Iterator[Record]:
                 if parent is not None:
                     # A variant is also its product: "the SD card camera
                     # (item 9228757377)" names the product's name too.
-                    for name, vals in parent.fields.items():
-                        rec.fields.setdefault(name, vals)
+                    rec.inherited = {n: v for n, v in parent.fields.items() if n not in rec.fields}
                 count += 1
                 yield rec
                 parent = rec
@@ -302,9 +321,9 @@ class RecordIndex:
                 # Every record of this kind the sentence names has the field,
                 # none of them holds the value (and the sentence does not also
                 # give the field's own value): it came from another one.
-                if all(name in rec.fields and value not in rec.fields[name] and not (rec.fields[name] & terms)
+                if all((own := rec.field_values(name)) is not None and value not in own and not (own & terms)
                        for rec in same_kind):
                     rec = same_kind[0]
                     return {"slip": "wrong_record", "record": rec.ident, "field": name, "said": value,
-                            "belongs_to": ident, "own": sorted(rec.fields[name])[0], "step": rec.step}
+                            "belongs_to": ident, "own": sorted(rec.field_values(name) or {""})[0], "step": rec.step}
         return None
