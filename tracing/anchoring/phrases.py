@@ -164,3 +164,6 @@ ATTRIBUTION_RE = re.compile(
     r"|\bas (?:the|this) \w+ (?:says|said|states|mentions|shows)\b|\baccording to (?:the|this) \w+",
     re.IGNORECASE,
 )
+
+# "Now I take the knife": the agent says it is doing a tool's action right now.
+NOW_ACTION_RE = re.compile(r"\bnow,? i (?P<verb>[a-z]+)\b", re.IGNORECASE)

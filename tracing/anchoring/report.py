@@ -67,6 +67,7 @@ from tracing.anchoring.phrases import (
     FAILURE_RE,
     HEDGE_RE,
     NEGATED_RE,
+    NOW_ACTION_RE,
     PLAN_RE,
     PROTOCOL_FINAL_RE,
     SUCCESS_RE,
@@ -516,6 +517,11 @@ class _Pass:
         self.batch: list[bool] = []
         self.batch_done = False
         self.planned = _planned_calls(steps)
+        # Since the agent last spoke: tool results come back, calls made.
+        self.results_since_statement = 0
+        self.calls_since_statement: set[str] = set()
+        self.told_since_statement = False
+        self.recent_calls: deque[str] = deque(maxlen=2)
         self.answers = _final_answers(steps)
 
     def _reset_turn(self) -> None:
@@ -549,6 +555,7 @@ class _Pass:
         self.older_units |= sal.units
         self.world_changed_at = step.index
         self.judged = None
+        self.told_since_statement = True
         if role == "user":
             self.user_said = text[:4000].lower()
             self.any_user_turn = True
@@ -610,6 +617,7 @@ class _Pass:
         off_query = bool(query) and names and not (sal.units & producing)
         self.batch.append(failed)
         self.batch_done = True
+        self.results_since_statement += 1
         self.last = self.judged = _Obs(
             step=step, sal=sal, new_units=new_units, failed=failed, relevant=relevant, reading=reading,
             query_units=query, off_query=off_query, action=call.step if call else None,
@@ -654,6 +662,11 @@ class _Pass:
             self.wanted_words |= _content_words(sal)
         if step.kind == "action" and not is_reply(step):
             self._call(step, sal)
+        statement = step.kind == "thought" or is_reply(step)
+        if statement and not code and self._phantom_result(step, text):
+            self.results_since_statement, self.calls_since_statement = 0, set()
+            self.told_since_statement = False
+            return
         if not self.seen_observation:
             # Before the first observation the agent can only plan from the
             # task; nothing to be anchored to yet.
@@ -674,12 +687,16 @@ class _Pass:
                 self.turn_ack = True
         if _is_final(step):
             self._final(step, text, code)
-        elif step.kind == "thought" or is_reply(step):
+        elif statement:
             if not code:
                 self._statement(step, text)
             self.turn_thoughts.append((step.index, text))
+            self.results_since_statement, self.calls_since_statement = 0, set()
+            self.told_since_statement = False
 
     def _call(self, step: Step, sal: Salient) -> None:
+        self.calls_since_statement.add((step.tool or "").strip().lower())
+        self.recent_calls.append((step.tool or "").strip().lower())
         if self.batch_done:
             # A new call after results came back: a new batch of calls.
             self.batch, self.batch_done = [], False
@@ -789,6 +806,35 @@ class _Pass:
             ), {"observation_step": last.step.index, "observation": _quote(last.step.text or "", 120),
                 "claim": sentence[:200], "missing": missing[:5]})
             return True
+        return False
+
+    def _phantom_result(self, step: Step, text: str) -> bool:
+        """The agent reads out a result no call returned ("The observation says
+        …" with nothing observed since it last spoke), or says it now does
+        what only a tool it did not call could do ("Now I take the knife")."""
+        for sentence in split_sentences(text):
+            if NEGATED_RE.search(sentence):
+                continue
+            attribution = ATTRIBUTION_RE.search(sentence)
+            if attribution and self.results_since_statement == 0 and not self.told_since_statement:
+                self._break(step.index, "phantom_call", (
+                    f"the {_what(step)} at step {step.index} reads out {_quote(attribution.group(0), 40)}, but no "
+                    f"call returned anything since the agent last spoke: {_quote(sentence, 100)}"
+                ), {"claim": sentence[:200]})
+                return True
+            now = NOW_ACTION_RE.search(sentence)
+            if now is None:
+                continue
+            verb = now.group("verb").lower()
+            tools = {t for t in self.catalogue if t == verb or t.split(" ")[0] == verb}
+            # The call may come just before the thought that names it, or
+            # before the one before (models write "found it" then "now I take").
+            if tools and not (tools & set(self.recent_calls)):
+                self._break(step.index, "phantom_call", (
+                    f"the {_what(step)} at step {step.index} says {_quote(now.group(0), 40)}, but no {verb} "
+                    f"call was made since the agent last spoke: {_quote(sentence, 100)}"
+                ), {"claim": sentence[:200], "verb": verb, "tools": sorted(tools)})
+                return True
         return False
 
     def _phantom(self, step: Step, sentence: str) -> bool:
