@@ -165,11 +165,18 @@ class Evidence:
             return True  # "a total of 12" after listing the parts
         if "." in written and self._sum_or_difference(value, written):
             return True
+        own_set = set(own)
+        integer = "." not in written
         for i, a in enumerate(pool):
             for b in pool[i + 1 :]:
                 # Sums and differences only of real quantities: with a small
-                # operand any number is "1807 = 1800 + 7" of something.
-                if min(a, b) > SMALL_OPERAND and (_matches(a + b, written) or _matches(abs(a - b), written)):
+                # operand any number is "1807 = 1800 + 7" of something. And a
+                # whole number only when the statement shows one of the terms
+                # ("375 - 128 = 247"): among forty numbers of a page, some two
+                # add up to any year.
+                if min(a, b) > SMALL_OPERAND and (not integer or a in own_set or b in own_set) and (
+                    _matches(a + b, written) or _matches(abs(a - b), written)
+                ):
                     return True
                 if _matches(a * b, written) or _matches(a * b / 100, written):
                     return True
