@@ -246,6 +246,15 @@ _LIST_MARK_RE = re.compile(r"(?m)^[ \t]*(?:\d{1,2}[.)]|[-•*–·])[ \t]+")
 _CAMEL_RE = re.compile(r"^[A-Z][a-z0-9]+[A-Z]\w*$")
 
 
+def _is_code(word: str) -> bool:
+    """An abbreviation ("SMS", "GB", "IDs", "FOV"), not a word in capitals
+    ("TODD", "ITALY"): three letters at most, or four or five with no vowel."""
+    core = word[:-1] if len(word) > 2 and word[-1] == "s" and word[:-1].isupper() else word
+    if not core.isupper() or not core.isalpha():
+        return False
+    return len(core) <= 3 or (len(core) <= 5 and not any(c in "AEIOU" for c in core))
+
+
 def normalize_number(raw: str) -> str:
     """'1,800' -> '1800', '21st' -> '21', '2.50' -> '2.5', '1990s' -> '1990'."""
     core = re.sub(r"(st|nd|rd|th|s)$", "", raw.lower())
@@ -345,7 +354,7 @@ def extract(text: str) -> Salient:
             # name program parts, not things in the world.
             # Upper-case codes ("SMS", "GB SSD", "AZ") are abbreviations of a
             # vocabulary, not names the answer depends on (ids carry digits).
-            codes = all((w.isupper() or w[:-1].isupper() and w[-1] == "s") and len(w) <= 6 for w in words)
+            codes = all(_is_code(w) for w in words)
             opener = codes or len(lowered) == 1 and (
                 (span_sentence_start and len(span) == 1)
                 or lowered[0] in EN_STOP_WORDS
