@@ -112,6 +112,7 @@ class Evidence:
         # Word stems, so "Canada" is backed by "Canadian" (names only).
         self.prefixes: set[str] = set()
         self.dates: set[str] = set()
+        self.pairs: set[str] = set()
         # Upper-case codes ("ATL") that a spelt-out name may expand.
         self.codes: set[str] = set()
         self._recent: deque[float] = deque(maxlen=ARITHMETIC_POOL)
@@ -124,6 +125,7 @@ class Evidence:
         self.numbers.update(str(NUMBER_WORDS[w]) for w in sal.words if w in NUMBER_WORDS)
         self.numbers.update(str(NUMBER_WORDS[ch]) for piece in sal.cjk for ch in piece if ch in NUMBER_WORDS)
         self.ids |= sal.ids
+        self.pairs |= sal.pairs
         self.id_heads.update(i.split(" ")[0] for i in sal.ids if " " in i)
         self.prefixes.update(w[:STEM_CHARS] for w in sal.words if len(w) >= STEM_CHARS + 1 and w.isalpha())
         for number in sal.numbers:
@@ -226,11 +228,19 @@ class Evidence:
         return False
 
     def entity_supported(self, entity: tuple[str, ...]) -> bool:
+        """Most of the name's words observed; for a name of several words, two
+        of them side by side as well ("SIM HOSE" is not backed by "SIM" on one
+        page and "hose" on another)."""
         content = [w for w in entity if w not in ("of", "the", "and", "&")]
         if not content:
             return True
         hits = sum(1 for w in content if self.word_supported(w))
-        return hits / len(content) >= ENTITY_SUPPORT_MIN
+        if hits / len(content) < ENTITY_SUPPORT_MIN:
+            return False
+        if len(content) == 1:
+            return True
+        joined = [w for w in entity]
+        return any(f"{a} {b}" in self.pairs for a, b in zip(joined, joined[1:], strict=False)) or hits == len(content)
 
     def cjk_supported(self, piece: str) -> bool:
         if len(piece) < 2:

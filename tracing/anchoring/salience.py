@@ -291,6 +291,9 @@ class Salient:
     # Every lower-case word token (stop words included) and CJK bigram: the
     # vocabulary used for "is this entity word anywhere in the evidence?".
     words: set[str] = field(default_factory=set)
+    # Adjacent word pairs ("sim pin", "wi-fi calling"): a name of several words
+    # is the phrase, not its words scattered over a page.
+    pairs: set[str] = field(default_factory=set)
 
     @cached_property
     def units(self) -> set[str]:
@@ -329,6 +332,7 @@ def extract(text: str) -> Salient:
     span_sentence_start = False
     pending_connectors: list[str] = []
     prev_word: str | None = None
+    prev_lower: str | None = None
     prev_end = 0
 
     def close_span() -> None:
@@ -378,7 +382,7 @@ def extract(text: str) -> Salient:
         if run is not None:
             if span:
                 close_span()
-            prev_word = None
+            prev_word = prev_lower = None
             for piece in split_cjk(run):
                 out.cjk_pieces.append(piece)
                 if len(piece) == 1:
@@ -393,6 +397,9 @@ def extract(text: str) -> Salient:
         word = m.group("word")
         lower = word.lower()
         out.words.add(lower)
+        if prev_lower is not None and blank:
+            out.pairs.add(f"{prev_lower} {lower}")
+        prev_lower = lower
         if _INNER_PUNCT_RE.search(lower):
             out.words.update(_INNER_PUNCT_RE.split(lower))
         # A span continues across plain spaces only; punctuation such as
