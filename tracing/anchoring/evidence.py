@@ -202,7 +202,7 @@ class Evidence:
 
     # -- ids, words, names ----------------------------------------------------
     def id_supported(self, ident: str) -> bool:
-        if ident in self.ids:
+        if ident in self.ids or (ident.endswith("s") and ident[:-1] in self.ids):
             return True
         head, _, number = ident.rpartition(" ")
         # "ended 66": "ended" never names a thing; judge the number alone.

@@ -31,7 +31,7 @@ PLAN_RE = re.compile(
 # in cabinet (1-9)"); a guess is not a claim about what was observed.
 HEDGE_RE = re.compile(
     r"\b(?:likely|probably|possibly|presumably|i think|i guess|i believe|i assume|might|could be|may be|"
-    r"seems?|appears? to)\b|可能|也许|大概|估计|应该是",
+    r"seems?|appears? to|looks? like|it looks)\b|可能|也许|大概|估计|应该是",
     re.IGNORECASE,
 )
 
@@ -98,6 +98,9 @@ DATA_CLAIM_RE = re.compile(
     r"includes?|included|displays?|displayed|prints?|printed|confirms?|confirmed|indicates?|indicated)\b"
     # A program described in the present ("this command prints users") says
     # what it does, not what it returned: only the past tense reports output.
+    # "This shows the paths", "It returned 9": a pronoun for the latest result.
+    r"|^(?:so |and )?(?:this|that|it|which)\s+(?:now\s+)?(?:shows?|showed|listed|contains?|contained|gave|returned|"
+    r"displayed|printed|indicates?|confirms?|means?)\b"
     r"|\b(?:the|this|that|my) (?:query|command|script|code|program|call)\b[^.\n]{0,40}?"
     r"\b(?:showed|returned|gave|printed|listed|displayed|found|produced|yielded)\b",
     re.IGNORECASE,
@@ -167,3 +170,10 @@ ATTRIBUTION_RE = re.compile(
 
 # "Now I take the knife": the agent says it is doing a tool's action right now.
 NOW_ACTION_RE = re.compile(r"\bnow,? i (?P<verb>[a-z]+)\b", re.IGNORECASE)
+
+# An assertion about something: what a statement claims a thing has or is.
+ASSERTION_RE = re.compile(
+    r"\b(?:has|have|had|contains?|contained|includes?|included|shows?|showed|lists|listed|returns?|returned|"
+    r"is|are|was|were|holds?|gives?)\b",
+    re.IGNORECASE,
+)

@@ -58,6 +58,7 @@ from tracing.anchoring.evidence import (  # noqa: F401 -- thresholds re-exported
 from tracing.anchoring.phrases import (
     ABSENCE_RE,
     ACK_FAILURE_RE,
+    ASSERTION_RE,
     ATTRIBUTION_RE,
     CODE_SUCCESS_RE,
     COMPLETION_RE,
@@ -339,6 +340,16 @@ EXAMPLE_RE = re.compile(r"\b(?:for example|for instance|e\.g\.|such as|should lo
 
 _LIST_MARK_RE = re.compile(r"^(?:\d{1,2}[.)]|[-•*–·])\s*")
 
+# Reasoning about a failure ("I suspect the issue is …", "because"), not a
+# claim about what the failed call returned.
+REASONING_RE = re.compile(
+    r"\b(?:issue|problem|bug|suspect|because|reason|fix|mistake|incorrect|expected|instead|typo|missing|"
+    r"should|need|requires?|must|might|maybe|probably|seems?)\b",
+    re.IGNORECASE,
+)
+# A line of code in a reply ("grant_app_permission(app_name='messaging')").
+_CALL_SYNTAX_RE = re.compile(r"\b\w+\([^()]*\)")
+
 # A change proposed, asked for or about to happen: the value it names is the
 # one the record does not hold yet.
 PROPOSAL_RE = re.compile(
@@ -351,13 +362,22 @@ PROPOSAL_RE = re.compile(
 )
 
 
+def _not_a_claim(sentence: str) -> bool:
+    """A whole sentence that plans, hedges or instructs: none of its clauses
+    asserts anything ("I can use grep to list the files that contain foo")."""
+    head = _LIST_MARK_RE.sub("", sentence.strip())
+    return bool(PLAN_RE.match(head) or INSTRUCTION_RE.match(head))
+
+
 def _claim_sentences(text: str) -> list[str]:
     out = []
     for sentence in split_sentences(text):
-        if sentence.rstrip().endswith(("?", "？")) or EXAMPLE_RE.search(sentence):
+        if sentence.rstrip().endswith(("?", "？")) or EXAMPLE_RE.search(sentence) or _not_a_claim(sentence):
             continue
         for clause in _CLAUSE_RE.split(sentence):
             clause = _LIST_MARK_RE.sub("", clause.strip())
+            if _CALL_SYNTAX_RE.search(clause) and ("_" in clause or "=" in clause):
+                continue  # a call written out for the user to run, not a claim
             if clause and not PLAN_RE.match(clause) and not HEDGE_RE.search(clause) and not INSTRUCTION_RE.match(clause):
                 out.append(clause)
     return out
@@ -752,7 +772,7 @@ class _Pass:
                 return
         # Whole sentences: "its status" in a clause refers to the order the
         # sentence named before it.
-        sentences = [x for x in split_sentences(text) if not x.rstrip().endswith(("?", "？"))]
+        sentences = [x for x in split_sentences(text) if not x.rstrip().endswith(("?", "？")) and not _not_a_claim(x)]
         for sentence in [*sentences, *_label_blocks(text)]:
             if self._record_slip(step, sentence):
                 return
@@ -777,6 +797,10 @@ class _Pass:
             return False
         success = SUCCESS_RE.search(sentence) or CODE_SUCCESS_RE.search(sentence)
         data = DATA_CLAIM_RE.search(sentence) and not EMPTY_CONTENT_RE.search(sentence)
+        if not data and last.failed and all(self.batch or [True]):
+            # "The `teacher` table has a Name column" right after DESC teacher
+            # failed: an assertion about what the failed call asked for.
+            data = ASSERTION_RE.search(sentence) is not None and self._about_failed_call(sentence, last)
         if success and last.reading.status == "empty" and EXECUTED_RE.search(sentence):
             success = None  # a query that found nothing did run
         if not (success or data):
@@ -836,6 +860,22 @@ class _Pass:
                 ), {"claim": sentence[:200], "verb": verb, "tools": sorted(tools)})
                 return True
         return False
+
+    def _about_failed_call(self, sentence: str, last: _Obs) -> bool:
+        """The sentence asserts something about what a failed read asked for
+        (a command, a query or a function call; a failed text search is often
+        followed by what the model knows, judged as a claim like any other)."""
+        action = last.action
+        if action is None or REASONING_RE.search(sentence):
+            return False
+        args = action.args if action.args is not None else action.text
+        if not is_read_call(action.tool, args) or not (is_command(args) or isinstance(args, dict)):
+            return False
+        asked = {w for w in tokens(_args_text(last.action.args) or last.action.text or "")
+                 if len(w) >= 3 and not w.isdigit() and w not in FILLER_WORDS}
+        asked |= {i for i in extract(_args_text(last.action.args) or "").ids if "_" in i}
+        said = set(tokens(sentence)) | extract(sentence).ids
+        return bool(asked & said)
 
     def _phantom(self, step: Step, sentence: str) -> bool:
         """An action reported as done that no call did."""
@@ -1022,7 +1062,11 @@ class _Pass:
         action = last.action
         if last.reading.form != "text" or (
             action is not None
-            and (is_command(action.args) or len(action_key(action.tool, action.args)[1]) > IGNORED_MAX_QUERY_TOKENS)
+            and (
+                is_command(action.args)
+                or isinstance(action.args, dict)  # a function call: its result is data, not a page to quote
+                or len(action_key(action.tool, action.args)[1]) > IGNORED_MAX_QUERY_TOKENS
+            )
         ):
             return  # structured data and program output: uptake is not word overlap
         informative = not last.failed and last.relevant and len(last.new_units) >= MIN_INFORMATIVE_NEW_UNITS

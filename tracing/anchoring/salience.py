@@ -235,6 +235,8 @@ _SENTENCE_END = re.compile(r"[.!?。！？;；:\n]")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 
 
+_SNAKE_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
+
 # A number glued to its unit ("750ml", "16gb", "15-inch", "500-piece").
 _MEASURE_RE = re.compile(r"^(\d[\d,]*(?:\.\d+)?)-?([a-z]{1,12})$")
 # List markers at the start of a line ("1.", "2)", "-", "•"): what follows
@@ -326,6 +328,10 @@ def extract(text: str) -> Salient:
     text = text[:MAX_SCAN_CHARS].replace("’", "'")
     if "\n" in text:
         text = _LIST_MARK_RE.sub("\n", text)
+    if "_" in text:
+        # snake_case names a table, a column, a record ("poker_player",
+        # "sofia_li_9219"): one identifier, besides its words.
+        out.ids.update(m.lower() for m in _SNAKE_RE.findall(text))
     # Capitalised span being built: list of (word, lower) and whether it
     # started a sentence (a lone sentence-initial capital is not a name).
     span: list[str] = []
