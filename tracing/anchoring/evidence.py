@@ -239,7 +239,7 @@ class Evidence:
             return False
         if len(content) == 1:
             return True
-        joined = [w for w in entity]
+        joined = list(entity)
         return any(f"{a} {b}" in self.pairs for a, b in zip(joined, joined[1:], strict=False)) or hits == len(content)
 
     def cjk_supported(self, piece: str) -> bool:

@@ -67,6 +67,17 @@ SUCCESS_RE = re.compile(
     re.IGNORECASE,
 )
 
+# The part of SUCCESS_RE that claims having got or done something concrete
+# ("found it", "now I take the mug"): false after an empty result too, where
+# "I am done" or "the query ran successfully" may well be true.
+FOUND_RE = re.compile(
+    r"\b(?:found it|i found|i(?:'ve| have) found|now i (?:find|found|have|take|took|put|open|opened|"
+    r"clean|cleaned|heat|heated|cool|cooled|use|used|get|got|place|placed|pick|picked|toggle|slice)|"
+    r"i(?:'ve| have) (?:put|placed|taken|cleaned|heated|cooled))\b"
+    r"|找到了|已找到|已经(?:拿|放|找|打开)",
+    re.IGNORECASE,
+)
+
 # The agent saying a result failed is acknowledging it, not claiming success.
 ACK_FAILURE_RE = re.compile(
     r"nothing happen|did(?:n't| not) work|failed|invalid|not (?:found|work)|could(?:n't| not)|"
@@ -85,7 +96,9 @@ CODE_SUCCESS_RE = re.compile(
     r"(?:it|this|the (?:function|code|query|command|script|program|solution|fix))(?: now)? "
     r"(?:works|worked|is working|is correct|ran successfully|executed successfully|returns? the (?:expected|correct))|"
     r"(?:returned|produced|gave|printed) the (?:expected|correct)|works as expected|as expected|"
-    r"(?:output|result) (?:is|looks) (?:correct|right|as expected))\b",
+    r"(?:works?|working|worked) (?:correctly|as expected|fine|properly|as intended)|"
+    r"correctly (?:returns?|generates?|produces?|rearranges?|handles?|computes?|calculates?|sorts?|filters?|finds?)|"
+    r"produces? the (?:expected|correct)|(?:output|result) (?:is|looks) (?:correct|right|as expected))\b",
     re.IGNORECASE,
 )
 
@@ -152,12 +165,11 @@ def verb_stem(verb: str) -> str:
     return verb
 
 # A protocol token that ends a run, not an answer ("###STOP###", "submit").
-PROTOCOL_FINAL_RE = re.compile(
-    r"^\W*(?:stop|submit|done|finish|end|exit|quit|terminate)\W*$"
-    # A flag or token in a harness's format ("picoCTF{…}"): computed, not observed.
-    r"|^\w+\{[^{}\s]*\}$",
-    re.IGNORECASE,
-)
+PROTOCOL_FINAL_RE = re.compile(r"^\W*(?:stop|submit|done|finish|end|exit|quit|terminate)\W*$", re.IGNORECASE)
+
+# A token in a harness's format ("picoCTF{…}", "flag{…}"): a value to find,
+# backed only when some result printed it.
+FLAG_RE = re.compile(r"\b[A-Za-z]{3,}\w*\{([^{}\s]{4,})\}")
 
 # The agent attributing a claim to what it read ("as the observation says",
 # "the paragraph mentions"): if no observation holds it, the reading is wrong.

@@ -64,8 +64,9 @@ from tracing.anchoring.phrases import (
     COMPLETION_RE,
     DATA_CLAIM_RE,
     EMPTY_CONTENT_RE,
-    EXECUTED_RE,
     FAILURE_RE,
+    FLAG_RE,
+    FOUND_RE,
     HEDGE_RE,
     NEGATED_RE,
     NOW_ACTION_RE,
@@ -362,6 +363,14 @@ PROPOSAL_RE = re.compile(
 )
 
 
+def _asserting_sentences(text: str) -> list[str]:
+    """Sentences that are not questions, plans or instructions (hedged ones included)."""
+    return [
+        _LIST_MARK_RE.sub("", x.strip()) for x in split_sentences(text)
+        if not x.rstrip().endswith(("?", "？")) and not _not_a_claim(x)
+    ]
+
+
 def _not_a_claim(sentence: str) -> bool:
     """A whole sentence that plans, hedges or instructs: none of its clauses
     asserts anything ("I can use grep to list the files that contain foo")."""
@@ -543,6 +552,8 @@ class _Pass:
         self.told_since_statement = False
         self.recent_calls: deque[str] = deque(maxlen=2)
         self.answers = _final_answers(steps)
+        self.flags_seen: set[str] = {m.group(0).lower() for m in FLAG_RE.finditer(opening)}
+        self.flag_text = opening.lower()
 
     def _reset_turn(self) -> None:
         self.turn_units: set[str] = set()
@@ -643,6 +654,10 @@ class _Pass:
             query_units=query, off_query=off_query, action=call.step if call else None,
         )
         self.evidence.add(sal, text)
+        if "{" in text:
+            self.flags_seen.update(m.group(0).lower() for m in FLAG_RE.finditer(text[:200_000]))
+        if len(self.flag_text) < 2_000_000:
+            self.flag_text += "\n" + text[:200_000].lower()
         # The call's status is observed too: "Timeout" after a timed-out search is no invention.
         status = (step.meta or {}).get("status")
         if isinstance(status, str) and status:
@@ -767,7 +782,9 @@ class _Pass:
         """A thought or a reply: success, completion, records, then plain claims."""
         claims = _claim_sentences(text)
         last = self.last
-        for sentence in claims:
+        # A hedge does not make a success claim safe ("the function seems to
+        # work" after a traceback): every asserting sentence is read for it.
+        for sentence in _asserting_sentences(text):
             if self._after_failure(step, sentence, last) or self._phantom(step, sentence):
                 return
         # Whole sentences: "its status" in a clause refers to the order the
@@ -796,13 +813,15 @@ class _Pass:
         if last is None or NEGATED_RE.search(sentence) or ACK_FAILURE_RE.search(sentence):
             return False
         success = SUCCESS_RE.search(sentence) or CODE_SUCCESS_RE.search(sentence)
+        if success and self._found_nothing(last):
+            # After a query that found nothing, only a claim of having found
+            # or got something is false; "I am done" may be right.
+            success = FOUND_RE.search(sentence)
         data = DATA_CLAIM_RE.search(sentence) and not EMPTY_CONTENT_RE.search(sentence)
         if not data and last.failed and all(self.batch or [True]):
             # "The `teacher` table has a Name column" right after DESC teacher
             # failed: an assertion about what the failed call asked for.
             data = ASSERTION_RE.search(sentence) is not None and self._about_failed_call(sentence, last)
-        if success and last.reading.status == "empty" and EXECUTED_RE.search(sentence):
-            success = None  # a query that found nothing did run
         if not (success or data):
             return False
         if last.failed and all(self.batch or [True]):
@@ -814,8 +833,9 @@ class _Pass:
             ), {"observation_step": last.step.index, "observation": _quote(last.step.text or "(empty)", 120),
                 "claim": sentence[:200]})
             return True
-        if not success or last.reading.form != "text" or is_reply(step):
-            # A reply to the user may report what any earlier result showed.
+        if not FOUND_RE.search(sentence) or last.reading.form != "text" or is_reply(step):
+            # Only "found it" / "now I take X" names what the latest result
+            # should show; a reply to the user may report any earlier result.
             return False
         sent_sal = extract(sentence)
         local = Evidence()
@@ -860,6 +880,16 @@ class _Pass:
                 ), {"claim": sentence[:200], "verb": verb, "tools": sorted(tools)})
                 return True
         return False
+
+    @staticmethod
+    def _found_nothing(last: _Obs) -> bool:
+        """An empty answer of a read (``[]`` from a SELECT, no output from
+        find): nothing found, which may be the answer. An empty result of an
+        action ("Nothing happens." after "take") is its failure."""
+        action = last.action
+        if last.reading.status != "empty" or last.reading.form == "text" or action is None:
+            return False  # "Could not find X" is a search that failed, not an empty answer
+        return is_read_call(action.tool, action.args if action.args is not None else action.text)
 
     def _about_failed_call(self, sentence: str, last: _Obs) -> bool:
         """The sentence asserts something about what a failed read asked for
@@ -926,6 +956,10 @@ class _Pass:
             self._check_resubmission(step)
             self.submissions.append(_Call(step=step, tool=(step.tool or "").lower(), toks=frozenset(), sal=Salient()))
         answer = text.strip()
+        flag = FLAG_RE.search(answer)
+        if flag is not None and not code:
+            self._check_flag(step, flag.group(0))
+            return
         if code or not answer or LABEL_RE.match(answer.strip("#* ")) or PROTOCOL_FINAL_RE.match(answer):
             return
         if any(b.step == step.index for b in self.breaks):
@@ -936,6 +970,14 @@ class _Pass:
         first = self.turn_first if self.turn_first is not None else step.index
         if not any(b.step >= first for b in self.breaks):
             self._check_relation(step, text)
+
+    def _check_flag(self, step: Step, flag: str) -> None:
+        inner = FLAG_RE.match(flag).group(1).lower()
+        if flag.lower() in self.flags_seen or inner in self.flag_text:
+            return  # printed whole, or its content printed (a password in the source)
+        self._break(step.index, "unsupported_claim", (
+            f"the final answer at step {step.index} submits {_quote(flag, 60)}, which no result printed"
+        ), {"claim": flag[:200], "missing": [flag[:80]]})
 
     def _check_final(self, step: Step, answer: str) -> None:
         sal = extract(answer)
