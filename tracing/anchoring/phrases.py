@@ -169,7 +169,7 @@ PROTOCOL_FINAL_RE = re.compile(r"^\W*(?:stop|submit|done|finish|end|exit|quit|te
 
 # A token in a harness's format ("picoCTF{…}", "flag{…}"): a value to find,
 # backed only when some result printed it.
-FLAG_RE = re.compile(r"\b[A-Za-z]{3,}\w*\{([^{}\s]{4,})\}")
+FLAG_RE = re.compile(r"\b[A-Za-z]{3,}\w*\{([^{}\s]+)\}")
 
 # The agent attributing a claim to what it read ("as the observation says",
 # "the paragraph mentions"): if no observation holds it, the reading is wrong.

@@ -348,6 +348,10 @@ REASONING_RE = re.compile(
     r"should|need|requires?|must|might|maybe|probably|seems?)\b",
     re.IGNORECASE,
 )
+# Identifiers that must have been read: snake_case, or letters and digits
+# mixed ("poker_player", "l1002", "#w8855135"), not "drawer 3" or "1990s".
+_IDENTIFIER_LIKE_RE = re.compile(r"^#?(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{4,})$")
+
 # A line of code in a reply ("grant_app_permission(app_name='messaging')").
 _CALL_SYNTAX_RE = re.compile(r"\b\w+\([^()]*\)")
 
@@ -546,6 +550,7 @@ class _Pass:
         self.batch: list[bool] = []
         self.batch_done = False
         self.planned = _planned_calls(steps)
+        self.looked_up = _looked_up(steps)
         # Since the agent last spoke: tool results come back, calls made.
         self.results_since_statement = 0
         self.calls_since_statement: set[str] = set()
@@ -793,6 +798,8 @@ class _Pass:
         for sentence in [*sentences, *_label_blocks(text)]:
             if self._record_slip(step, sentence):
                 return
+        if self._invented_identifier(step, text):
+            return
         statement_numbers = extract(text).numbers
         planned = self.planned.get(step.index)
         for sentence in claims:
@@ -1016,6 +1023,27 @@ class _Pass:
                 return
         self._claim_break(step, "final answer", answer, missing, None)
 
+    def _invented_identifier(self, step: Step, text: str) -> bool:
+        """An identifier no evidence holds ("the `cars_data` table", "order
+        W123X"), even in a plan: a name can be recalled, a table name or a
+        record id has to have been read somewhere."""
+        for sentence in split_sentences(text):
+            if sentence.rstrip().endswith(("?", "？")) or EXAMPLE_RE.search(sentence) or NEGATED_RE.search(sentence):
+                continue
+            if _CALL_SYNTAX_RE.search(sentence) and "=" in sentence:
+                continue
+            ids = [i for i in extract(sentence).ids if _IDENTIFIER_LIKE_RE.match(i)]
+            missing = [i for i in ids if not self.evidence.id_supported(i)]
+            if missing and (PLAN_RE.match(sentence) or HEDGE_RE.search(sentence)):
+                # A plan may name what its next call creates (a variable, a
+                # file) or the program it runs; only what a read looks up had
+                # to be read before.
+                missing = [i for i in missing if i in self.looked_up.get(step.index, ())]
+            if missing:
+                self._claim_break(step, _what(step), sentence, missing, self.judged)
+                return True
+        return False
+
     def _from_memory(self, step: Step, sentence: str, missing: list[str]) -> bool:
         """A thought of the final turn stating the answer from the model's own
         knowledge (names only, no page speaking to it): a finding, not a break."""
@@ -1193,6 +1221,30 @@ def _final_answers(steps: Sequence[Step]) -> dict[int, str]:
         elif _is_final(step):
             for index in waiting:
                 out[index] = _step_text(step)
+            waiting = []
+    return out
+
+
+def _looked_up(steps: Sequence[Step]) -> dict[int, set[str]]:
+    """For each thought, the identifiers its next read looks up: the
+    arguments of a read call, minus the program it runs."""
+    out: dict[int, set[str]] = {}
+    waiting: list[int] = []
+    for step in steps:
+        if step.kind == "thought":
+            waiting.append(step.index)
+        elif step.kind == "observation":
+            waiting = []
+        elif step.kind == "action" and waiting and not is_reply(step):
+            args = step.args if step.args is not None else step.text
+            if is_read_call(step.tool, args):
+                text = _args_text(args) or step.text or ""
+                ids = set(extract(text).ids)
+                program = re.match(r"\s*([\w.-]+)", text)
+                if program:
+                    ids.discard(program.group(1).lower())
+                for index in waiting:
+                    out.setdefault(index, set()).update(ids)
             waiting = []
     return out
 

@@ -237,6 +237,8 @@ _CJK_CHAR = re.compile(rf"[{_CJK}]")
 
 _SNAKE_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
 
+_THOUSANDS_RE = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?(?:st|nd|rd|th|s)?$")
+
 # A number glued to its unit ("750ml", "16gb", "15-inch", "500-piece").
 _MEASURE_RE = re.compile(r"^(\d[\d,]*(?:\.\d+)?)-?([a-z]{1,12})$")
 # List markers at the start of a line ("1.", "2)", "-", "•"): what follows
@@ -411,6 +413,13 @@ def extract(text: str) -> Salient:
         # A span continues across plain spaces only; punctuation such as
         # commas or brackets ends a name.
         joined = blank and not sentence_start
+        if "," in word and _is_number(word) and not _THOUSANDS_RE.match(word):
+            # "(4,8)" and "3,4,6" are lists of numbers, not 48 and 346.
+            out.numbers.update(normalize_number(p) for p in word.split(",") if p)
+            if span:
+                close_span()
+            prev_word = word
+            continue
         if _is_number(word):
             number = normalize_number(word)
             out.numbers.add(number)
@@ -431,6 +440,13 @@ def extract(text: str) -> Salient:
         if _RANGE_RE.match(word):
             # "drawer (1-10)", "1990-1995": a range is its end points.
             out.numbers.update(normalize_number(part) for part in word.split("-"))
+            if span:
+                close_span()
+            prev_word = word
+            continue
+        if _has_digit(word) and len(word) <= 2:
+            # "0b", "3d", "x2": too short to name a thing.
+            out.words.add(lower)
             if span:
                 close_span()
             prev_word = word
