@@ -551,6 +551,7 @@ class _Pass:
         self.batch_done = False
         self.planned = _planned_calls(steps)
         self.looked_up = _looked_up(steps)
+        self.next_calls = _next_calls(steps)
         # Since the agent last spoke: tool results come back, calls made.
         self.results_since_statement = 0
         self.calls_since_statement: set[str] = set()
@@ -879,8 +880,9 @@ class _Pass:
             verb = now.group("verb").lower()
             tools = {t for t in self.catalogue if t == verb or t.split(" ")[0] == verb}
             # The call may come just before the thought that names it, or
-            # before the one before (models write "found it" then "now I take").
-            if tools and not (tools & set(self.recent_calls)):
+            # before the one before (models write "found it" then "now I take"),
+            # or right after it (the thought announcing its own action).
+            if tools and not (tools & set(self.recent_calls)) and not (tools & self.next_calls.get(step.index, set())):
                 self._break(step.index, "phantom_call", (
                     f"the {_what(step)} at step {step.index} says {_quote(now.group(0), 40)}, but no {verb} "
                     f"call was made since the agent last spoke: {_quote(sentence, 100)}"
@@ -1222,6 +1224,24 @@ def _final_answers(steps: Sequence[Step]) -> dict[int, str]:
             for index in waiting:
                 out[index] = _step_text(step)
             waiting = []
+    return out
+
+
+def _next_calls(steps: Sequence[Step], ahead: int = 2) -> dict[int, set[str]]:
+    """For each thought, the tools of the next ``ahead`` calls after it."""
+    out: dict[int, set[str]] = {}
+    waiting: list[tuple[int, int]] = []  # (thought index, calls still to collect)
+    for step in steps:
+        if step.kind == "thought":
+            waiting.append((step.index, ahead))
+        elif step.kind == "action" and not is_reply(step):
+            tool = (step.tool or "").strip().lower()
+            still = []
+            for index, left in waiting:
+                out.setdefault(index, set()).add(tool)
+                if left > 1:
+                    still.append((index, left - 1))
+            waiting = still
     return out
 
 
