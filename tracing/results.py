@@ -172,6 +172,14 @@ MOVE_VERBS = frozenset(["go", "goto", "move", "walk", "navigate", "travel", "tel
 _NAME_SPLIT_RE = re.compile(r"[_\s.-]+|(?<=[a-z])(?=[A-Z])")
 
 
+SQL_WORDS = frozenset(["select", "insert", "update", "delete", "create", "drop", "alter", "show", "desc", "describe", "with", "pragma", "explain"])
+
+
+def _redirects(text: str) -> bool:
+    """Shell output redirected to a file; in SQL ">" compares."""
+    return bool(text) and _first_word(text) not in SQL_WORDS and _REDIRECT_RE.search(text) is not None
+
+
 def is_read_call(tool: str | None, action_args: Any) -> bool:
     """A call that changes nothing another call could ask about: a read (by its
     tool's verb, or for shells and databases the command it runs, without
@@ -182,7 +190,7 @@ def is_read_call(tool: str | None, action_args: Any) -> bool:
     if is_command(action_args) or first in ("bash", "sh", "shell", "sql", "execute", "python", "terminal", "run"):
         word = _first_word(action_args)
         text = action_args if isinstance(action_args, str) else ""
-        return word in READ_COMMANDS and not (text and _REDIRECT_RE.search(text))
+        return word in READ_COMMANDS and not _redirects(text)
     return False
 
 
@@ -192,7 +200,7 @@ def is_silent_command(action_args: Any) -> bool:
     text = action_args if isinstance(action_args, str) else ""
     if text and re.search(r"^\s*assert\b", text[:20_000], re.M) and "print(" not in text[:20_000]:
         return True
-    if text and len(text) < 20_000 and _REDIRECT_RE.search(text):
+    if text and len(text) < 20_000 and _redirects(text):
         return True
     return _first_word(action_args) in SILENT_COMMANDS
 

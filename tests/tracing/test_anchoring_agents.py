@@ -1,0 +1,292 @@
+"""Anchoring on tool-calling dialogues, code and shell/SQL agents (issue 11)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracing.anchoring import anchor_report
+from tracing.steps import Step, read_jsonl
+
+EVAL = Path(__file__).resolve().parents[2].parent / "shared" / "eval"
+
+
+class Run:
+    """A tiny builder: steps numbered in order."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+
+    def _add(self, **kw) -> Run:
+        self.steps.append(Step(index=len(self.steps), **kw))
+        return self
+
+    def user(self, text: str) -> Run:
+        return self._add(kind="observation", text=text, tool="user")
+
+    def reply(self, text: str) -> Run:
+        return self._add(kind="action", text=text, tool="respond", args={"content": text})
+
+    def call(self, tool: str, args) -> Run:
+        return self._add(kind="action", text=f"{tool}({json.dumps(args)})", tool=tool, args=args)
+
+    def result(self, tool: str, data) -> Run:
+        text = data if isinstance(data, str) else json.dumps(data)
+        return self._add(kind="observation", text=text, tool=tool)
+
+    def thought(self, text: str) -> Run:
+        return self._add(kind="thought", text=text)
+
+    def final(self, text: str, tool: str = "Finish", args=None) -> Run:
+        return self._add(kind="final", text=text, tool=tool, args=args if args is not None else text)
+
+    def report(self, task: str = "", context=None):
+        return anchor_report(self.steps, task=task, context=context)
+
+
+ORDER = {"order_id": "#W1", "status": "pending", "items": [{"name": "Camera", "item_id": "11", "price": 375.0}],
+         "payment_history": [{"amount": 375.0, "payment_method_id": "credit_card_1"}]}
+
+
+# --- dialogues ---------------------------------------------------------------
+
+
+def test_a_dialogue_of_pleasantries_and_looked_up_values_has_no_break():
+    run = (
+        Run().user("Hi, I want to return my camera. My order is #W1.")
+        .reply("Thank you! I'd be happy to help with that.")
+        .call("get_order_details", {"order_id": "#W1"}).result("get_order_details", ORDER)
+        .reply("I found your order #W1 with the Camera for $375.00, which is still pending.")
+        .user("I'll check and get back to you.")
+        .reply("Thanks, have a great day!")
+    )
+    assert run.report().first_break is None
+
+
+def test_arithmetic_over_evidence_is_grounded():
+    run = (
+        Run().call("get_order_details", {"order_id": "#W1"})
+        .result("get_order_details", {"order_id": "#W1", "total": 375, "discount": 128})
+        .thought("The total is 375 and the discount 128, so 375 - 128 = 247 is due.")
+    )
+    assert run.report().first_break is None
+    # The same number without the working is still backed by the two amounts
+    # only when written with decimals (prices); a bare 247 must show its sum.
+    bad = (
+        Run().call("get_order_details", {"order_id": "#W1"})
+        .result("get_order_details", {"order_id": "#W1", "total": 375, "discount": 128})
+        .thought("So 249 is due.")
+    )
+    assert bad.report().first_break == 2
+
+
+def test_a_city_spelt_out_from_its_airport_code_is_grounded():
+    run = (
+        Run().call("get_reservation_details", {"reservation_id": "ZFA04Y"})
+        .result("get_reservation_details", {"reservation_id": "ZFA04Y", "origin": "ATL", "destination": "PHL"})
+        .reply("Your flight goes from Atlanta to Philadelphia.")
+    )
+    assert run.report().first_break is None
+
+
+def test_context_policy_is_evidence():
+    context = {"system": "Gold members get 3 free checked bags.", "tools": [{"name": "book_reservation"}]}
+    run = Run().user("How many free bags do I get? I am a gold member.").reply("As a Gold member you get 3 free bags.")
+    assert run.report(context=context).first_break is None
+
+
+def test_success_claimed_after_an_error_result():
+    run = (
+        Run().user("Cancel order #W1 please.")
+        .call("cancel_pending_order", {"order_id": "#W1"}).result("cancel_pending_order", "Error: order not found")
+        .reply("Your order #W1 has been cancelled successfully.")
+    )
+    rep = run.report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "unconfirmed_success"
+    assert "step 2" in rep.reason and "step 3" in rep.reason
+
+
+def test_a_completed_action_with_no_call_is_a_phantom_call():
+    run = (
+        Run().user("Please cancel order #W1.")
+        .call("get_order_details", {"order_id": "#W1"}).result("get_order_details", ORDER)
+        .user("Yes, go ahead.")
+        .reply("Your order #W1 has been cancelled.")
+        .call("cancel_pending_order", {"order_id": "#W2"}).result("cancel_pending_order", {"order_id": "#W2"})
+    )
+    rep = run.report()
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "phantom_call"
+    assert "cancel_pending_order" in rep.reason
+
+
+def test_the_user_reporting_the_action_backs_the_agents_relay():
+    run = (
+        Run().user("My phone shows airplane mode.").reply("Please turn off Airplane Mode.")
+        .user("Okay, I turned off Airplane Mode.").reply("Great, Airplane Mode is now turned off.")
+    )
+    assert run.report().first_break is None
+
+
+def test_a_value_from_another_record_is_a_wrong_record():
+    other = {"order_id": "#W2", "status": "delivered", "items": [{"name": "Puzzle", "item_id": "22", "price": 52.01}]}
+    run = (
+        Run().call("get_order_details", {"order_id": "#W1"}).result("get_order_details", ORDER)
+        .call("get_order_details", {"order_id": "#W2"}).result("get_order_details", other)
+        .reply("Order #W1 has status delivered.")
+    )
+    rep = run.report()
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record"
+    assert "#w2" in rep.reason.lower()
+
+
+def test_a_value_from_before_an_update_is_stale():
+    cancelled = dict(ORDER, status="cancelled")
+    run = (
+        Run().call("get_order_details", {"order_id": "#W1"}).result("get_order_details", ORDER)
+        .call("cancel_pending_order", {"order_id": "#W1"}).result("cancel_pending_order", cancelled)
+        .reply("Your order #W1 is still pending.")
+    )
+    rep = run.report()
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "stale_value"
+    # Naming the old state on purpose, or the new one, is fine.
+    ok = Run()
+    ok.steps = run.steps[:4]
+    assert ok.reply("Your order #W1 was pending and is now cancelled.").report().first_break is None
+
+
+def test_parallel_calls_success_of_the_one_that_worked():
+    run = (
+        Run().call("exchange_items", {"order_id": "#W1"}).call("return_items", {"order_id": "#W1"})
+        .result("exchange_items", ORDER).result("return_items", "Error: Non-delivered order cannot be returned")
+        .reply("The exchange for order #W1 has been processed. However, the return failed.")
+    )
+    assert run.report().first_break is None
+
+
+# --- code agents -------------------------------------------------------------
+
+
+def test_tests_claimed_to_pass_after_a_traceback():
+    run = (
+        Run().thought("Let me test it.").call("execute", "assert f(1) == 2\nprint(f(3))")
+        .result("execute", "Traceback (most recent call last):\n  File \"<stdin>\", line 1\nAssertionError")
+        .thought("The function seems to be working correctly. I can submit.")
+    )
+    rep = run.report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "unconfirmed_success"
+
+
+def test_silent_asserts_back_a_passing_claim():
+    run = (
+        Run().call("execute", "def f(x):\n    return x + 1\nassert f(1) == 2")
+        .result("execute", "[Executed Successfully with No Output]")
+        .thought("The function passes the test. I can now submit the solution.")
+    )
+    assert run.report().first_break is None
+
+
+def test_a_rejected_solution_resubmitted_unchanged():
+    code = "def f(x):\n    return x + 1"
+    run = (
+        Run().call("solution", code).result("solution", "Your answer is wrong.\nYou have 3 steps left.")
+        .thought("I think it is right after all.").final(code, tool="solution", args=code)
+    )
+    rep = run.report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "rejected_resubmission"
+    assert "step 0" in rep.reason and "step 1" in rep.reason
+
+
+def test_a_code_answer_is_not_read_as_prose_claims():
+    code = "def count(nums):\n    seen = set()\n    return len([n for n in nums if n not in seen])"
+    run = Run().call("execute", "print(1)").result("execute", "1").final(code, tool="solution", args=code)
+    assert run.report().first_break is None
+
+
+# --- shell and SQL agents -------------------------------------------------------
+
+
+def test_data_claimed_after_an_empty_query_result():
+    run = (
+        Run().thought("I should list the singers.").call("sql", "SELECT name FROM singer WHERE age > 90")
+        .result("sql", "[]").thought("The output contains the names of all singers.")
+    )
+    rep = run.report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "unconfirmed_success"
+    # Saying the result is empty is fine, and so is being done with it.
+    ok = Run()
+    ok.steps = run.steps[:3]
+    assert ok.thought("The query returns an empty list. I am done.").report().first_break is None
+
+
+def test_a_shell_error_then_a_description_of_its_output():
+    run = (
+        Run().call("bash", "find /system -name '*.out'").result("bash", "find: '/system': No such file or directory")
+        .thought("This shows the paths of all the .out files.")
+    )
+    assert run.report().evidence.get("pattern") == "unconfirmed_success"
+
+
+def test_a_table_name_no_result_showed_is_invented():
+    run = (
+        Run().call("sql", "SHOW TABLES").result("sql", "[('city',), ('country',)]")
+        .thought("I should check what columns the cars_data table has.").call("sql", "DESC cars_data")
+    )
+    rep = run.report()
+    assert rep.first_break == 2 and "cars_data" in rep.reason
+
+
+def test_a_thought_quoting_an_observation_that_never_came():
+    run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
+    rep = run.report()
+    assert rep.first_break == 1 and rep.evidence["pattern"] == "phantom_call"
+
+
+# --- bad input -------------------------------------------------------------------
+
+
+def test_mixed_languages_empty_turns_and_binary_looking_output():
+    run = (
+        Run().user("").user("我想退货 my order #W1").reply("")
+        .call("get_order_details", {"order_id": "#W1"}).result("get_order_details", "\x00\x01\x02\ufffd" * 500)
+        .reply("订单 #W1 已找到。")
+    )
+    run.report()  # no crash
+
+
+def test_a_10_mb_json_result_is_analysed_quickly():
+    big = json.dumps([{"id": i, "name": f"item {i}", "price": i * 1.5} for i in range(120_000)])
+    assert len(big) > 5_000_000
+    run = Run().call("list_items", {}).result("list_items", big).reply("There are many items.")
+    started = time.perf_counter()
+    run.report()
+    assert time.perf_counter() - started < 5
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["thought", "action", "observation", "final"]),
+                          st.text(max_size=300), st.sampled_from([None, "user", "respond", "sql", "Search"])),
+                max_size=12))
+def test_any_step_sequence_gives_a_report(items):
+    steps = [Step(index=i, kind=k, text=t, tool=tool, args={"content": t} if tool == "respond" else t)
+             for i, (k, t, tool) in enumerate(items)]
+    rep = anchor_report(steps, task="x", context={"system": "y", "tools": []})
+    assert rep.first_break is None or rep.first_break in {s.index for s in steps}
+
+
+# --- the new sources: no break on most succeeded runs -----------------------------
+
+
+@pytest.mark.parametrize("source", ["tau2_retail_telecom", "mint_coding", "intercode"])
+def test_breaks_on_succeeded_runs_of_the_new_sources_stay_rare(source):
+    path = EVAL / source / "runs.jsonl"
+    if not path.exists():
+        pytest.skip("shared/eval not next to the checkout")
+    ok = [t for t in read_jsonl(path) if t.success]
+    flagged = sum(anchor_report(t.steps, task=t.goal, context=t.context).first_break is not None for t in ok)
+    # bench/anchoring_eval.py reports the exact figures; this pins the order.
+    assert flagged / len(ok) <= 0.08

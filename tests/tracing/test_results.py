@@ -1,0 +1,129 @@
+"""What a tool result says, read from its structure (tracing.results)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracing.results import (
+    JSON_PARSE_MAX_CHARS,
+    is_command,
+    is_read_call,
+    is_silent_command,
+    read_result,
+    strip_notices,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "form"),
+    [
+        ('{"order_id": "#W1", "status": "pending", "items": []}', "ok", "json"),
+        ("[]", "empty", "json"),
+        ("{}", "empty", "json"),
+        ("null", "empty", "json"),
+        ('{"error": "User not found"}', "error", "json"),
+        ('{"status": "failed", "reason": "x"}', "error", "json"),
+        ('{"success": false}', "error", "json"),
+        # A record whose *field* mentions errors is data.
+        ('{"error_count": 0, "name": "ok"}', "ok", "json"),
+        ("[('city',), ('country',)]", "ok", "literal"),
+        ("[(None,)]", "ok", "literal"),
+        ("[(Decimal('34.5000'), 25, 43)]", "ok", "literal"),
+        ("()", "empty", "literal"),
+        ("Traceback (most recent call last):\n  File \"x.py\", line 1\nNameError: name 'x' is not defined", "error",
+         "traceback"),
+        ("----\nAssertionError    Traceback (most recent call last)\nCell In[3], line 13", "error", "traceback"),
+        ("  File \"<string>\", line 1\n    def f(:\nSyntaxError: invalid syntax", "error", "traceback"),
+        ("bash: foo: command not found", "error", "text"),
+        ("find: '/system': No such file or directory", "error", "text"),
+        ("Error executing query: Unknown column 'email' in 'field list'", "error", "text"),
+        ("ERROR 1064 (42000): You have an error in your SQL syntax", "error", "text"),
+        ("Your answer is wrong.\nYou have 3 steps left and 1 chances to propose solution left.", "error", "text"),
+        ("Submitted flag is incorrect. Keep trying!", "error", "text"),
+        ("Command timed out", "timeout", "text"),
+        ("Nothing happens.", "empty", "text"),
+        ("Could not find [Haiyan]. Similar: ['Haiyan County']", "empty", "text"),
+        ("", "empty", "empty"),
+        ("The Eiffel Tower is 330 metres tall.", "ok", "text"),
+        # A long article that mentions errors is content.
+        ("Type I error is the rejection of a true null hypothesis. " * 20, "ok", "text"),
+    ],
+)
+def test_status_and_form(text, status, form):
+    reading = read_result(text)
+    assert (reading.status, reading.form) == (status, form)
+
+
+def test_a_rejected_answer_is_marked_rejected():
+    assert read_result("Your answer is wrong.").rejected
+    assert not read_result("Error: 500").rejected
+
+
+def test_recorded_status_wins():
+    assert read_result("All fine, nothing to see", {"status": "timeout"}).status == "timeout"
+    assert read_result("[]", {"status": "ok"}).status == "ok"
+
+
+def test_no_output_is_silent_success_after_a_command_that_prints_nothing():
+    assert read_result("", None, "cd /tmp").status == "ok"
+    assert read_result("", None, "mkdir out").silent
+    assert read_result("", None, "INSERT INTO t VALUES (1)").status == "ok"
+    assert read_result("", None, "echo hi > notes.txt").status == "ok"
+    assert read_result("[Executed Successfully with No Output]", None, "assert f(1) == 2").status == "ok"
+    # ...and "nothing found" after a query.
+    assert read_result("", None, "find / -name nope").status == "empty"
+    assert read_result("", None, "SELECT * FROM t WHERE 0").status == "empty"
+
+
+def test_an_empty_list_a_program_prints_is_a_value():
+    assert read_result("[]", None, "print(sorted([]))").status == "ok"
+    assert read_result("[]", None, "SELECT name FROM singer").status == "empty"
+
+
+def test_budget_notices_of_the_harness_are_set_aside():
+    assert strip_notices("1.0\nYou have 1 steps left and 1 chances to propose solution left.") == "1.0"
+    assert strip_notices("You have 4 steps left and 2 chances to propose solution left.") == ""
+    assert read_result("[Executed Successfully with No Output]\nYou have 2 steps left.", None, "assert x").silent
+
+
+def test_huge_json_is_data_without_parsing_it():
+    big = json.dumps([{"id": i, "v": "x" * 50} for i in range(JSON_PARSE_MAX_CHARS // 40)])
+    assert len(big) > JSON_PARSE_MAX_CHARS
+    reading = read_result(big)
+    assert reading.status == "ok" and reading.data is None
+
+
+def test_invalid_json_is_read_as_text():
+    assert read_result('{"a": 1,').form == "text"
+    assert read_result('{"a": 1,').status == "ok"
+
+
+def test_commands_and_reads():
+    assert is_command("ls -la /tmp") and is_command("SELECT 1") and is_command("x = 1\nprint(x)")
+    assert not is_command("Nicholas Ray") and not is_command("The 100 (TV series)")
+    assert is_read_call("get_order_details", {"order_id": "#W1"}) and is_read_call("Search", "x")
+    assert is_read_call("bash", "cat file.txt") and not is_read_call("bash", "cat a > b")
+    assert not is_read_call("cancel_pending_order", {}) and not is_read_call("sql", "UPDATE t SET a=1")
+    assert is_read_call("go to", "drawer 1")  # a move changes nothing another call asks about
+    assert is_silent_command("rm -rf x") and not is_silent_command("ls")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=3000), st.binary(max_size=2000).map(lambda b: b.decode("latin-1"))))
+def test_any_text_is_read_without_raising(text):
+    reading = read_result(text, {"status": "bogus"}, text[:50])
+    assert reading.status in ("ok", "empty", "error", "timeout")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+                    max_leaves=40).filter(lambda v: isinstance(v, (list, dict))))
+def test_any_json_is_data_error_or_empty_never_a_crash(value):
+    reading = read_result(json.dumps(value))
+    assert reading.form == "json"
+    assert reading.status in ("ok", "empty", "error")
