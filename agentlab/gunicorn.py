@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 
-from agentlab.env import env_int, env_str
+from agentlab.env import env_int, env_str, load_env_file
 
+load_env_file()
 workers = env_int("WEB_WORKERS", 2)
 threads = env_int("WEB_THREADS", 4)
 worker_class = "gthread"

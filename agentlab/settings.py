@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
 
 from csp.constants import NONE, SELF
-from dotenv import load_dotenv
 
-from agentlab.env import ConfigError, env_bool, env_float, env_int, env_list, env_str
+from agentlab.env import ConfigError, env_bool, env_float, env_int, env_list, env_str, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-# `.env` (see .env.example) fills in what the environment does not set: the
-# environment wins, as with the Makefile (`dotenv run --no-override`) and compose.
-ENV_FILE = Path(os.environ.get("ENV_FILE") or BASE_DIR / ".env")
-load_dotenv(ENV_FILE, override=False)
+# `.env` (see .env.example) fills in what the environment does not set.
+ENV_FILE = load_env_file()
 
 DEBUG = env_bool("DEBUG", False)
 # No default key outside DEBUG: a guessable key signs sessions anyone can forge.
-# `make demo` generates one for itself (var/demo-secret-key); tests set their own.
+# `make demo` generates one for itself (kept in .env); tests set their own.
 SECRET_KEY = env_str("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
@@ -79,6 +75,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # {% load localmodel %}{% local_model_status %}: the New-run form's "local model: ..." line.
+            "libraries": {"localmodel": "agentlab.templatetags.localmodel"},
         },
     },
 ]
@@ -217,6 +215,8 @@ CELERY_TASK_DEFAULT_QUEUE = RUN_QUEUE
 SIM_BASE_URL = env_str("SIM_BASE_URL", "http://127.0.0.1:8765/v1")
 LOCAL_MODEL_BASE_URL = env_str("LOCAL_MODEL_BASE_URL", "http://127.0.0.1:8766/v1")
 LOCAL_MODEL_NAME = env_str("LOCAL_MODEL_NAME", "gemma-3-270m")
+# Written by `make demo` while it builds and starts the local model (agentlab/localmodel.py).
+LOCAL_MODEL_STATE_FILE = Path(env_str("LOCAL_MODEL_STATE_FILE", str(BASE_DIR / "var" / "run" / "localmodel.json")))
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
 MODEL_REQUEST_TIMEOUT_S = env_float("MODEL_REQUEST_TIMEOUT_S", 60.0)
