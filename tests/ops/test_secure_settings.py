@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import secrets
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,16 @@ def test_every_page_has_a_content_security_policy(auth_client, path):
     assert "script-src 'self'" in policy and "style-src 'self'" in policy
     assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
     assert "frame-ancestors 'none'" in policy
+
+
+def test_plotlys_styles_file_matches_the_installed_plotly():
+    """static/vendor/plotly.css stands in for the inline styles of this plotly.js
+    version: after an upgrade, run scripts/plotly_css.py."""
+    import plotly
+
+    from tests.servers import ROOT
+
+    head = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text()[:200]
+    version = head.split("plotly.js v", 1)[1].split()[0]
+    for name in ("plotly.css", "plotly-styles.js"):
+        assert f"plotly.js v{version}:" in (ROOT / "static" / "vendor" / name).read_text()[:200], name
