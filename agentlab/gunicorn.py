@@ -33,7 +33,3 @@ loglevel = env_str("WEB_LOG_LEVEL", "warning")
 forwarded_allow_ips = env_str("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
 proc_name = "agentlab-web"
 
-
-def max_db_connections() -> int:
-    """The most Postgres connections this web server holds."""
-    return workers * int(os.environ["DB_POOL_MAX_SIZE"])
