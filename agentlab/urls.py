@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from agentlab import views as agentlab_views
 from runs import dashboard_views, policy_views, whatif_views
 
 urlpatterns = [
@@ -20,5 +21,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("local-model/status/", agentlab_views.local_model_status, name="local_model_status"),
     path("", include("tracing.api_urls")),
 ]

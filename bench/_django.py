@@ -11,6 +11,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 EVAL_DIR = ROOT.parent / "shared" / "eval"
+# Settings refuse to start without a key when DEBUG is off; benches use scratch
+# databases only (servers they start inherit it).
+os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-serving-0123456789abcdef")
 
 
 def setup(db_name: str | None = None) -> None:

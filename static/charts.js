@@ -12,10 +12,16 @@ window.agentlabCharts = (function () {
     if (!link) return;
     if (waiting) return waiting.push(callback);
     waiting = [callback];
+    // plotly's own styles as a file first (the Content-Security-Policy forbids the
+    // inline <style> it would add): vendor/plotly-styles.js, from scripts/plotly_css.py.
+    const styles = document.createElement("script");
+    styles.src = new URL("../vendor/plotly-styles.js", link.href).href;
+    styles.async = false; // dynamically added scripts with async off run in order
     const script = document.createElement("script");
     script.src = link.href;
+    script.async = false;
     script.onload = () => waiting.splice(0).forEach((f) => f());
-    requestAnimationFrame(() => setTimeout(() => document.head.appendChild(script), 0));
+    requestAnimationFrame(() => setTimeout(() => document.head.append(styles, script), 0));
   }
 
   // One chart per task, so drawing many never freezes the page in one go.

@@ -14,4 +14,15 @@
     if (open) return open.remove();
     htmx.ajax("GET", link.dataset.cell, {target: link.closest("tr"), swap: "afterend"});
   });
+
+  // The grid's width depends on its column count: set from data-width, since the
+  // Content-Security-Policy allows no inline style attribute.
+  function sizeGrids(root) {
+    if (!root || !root.querySelectorAll) return;
+    const grids = Array.from(root.querySelectorAll("table.cmp-grid[data-width]"));
+    if (root.matches && root.matches("table.cmp-grid[data-width]")) grids.push(root);
+    grids.forEach((table) => { table.style.width = table.dataset.width; });
+  }
+  if (window.htmx) htmx.onLoad(sizeGrids);
+  else document.addEventListener("DOMContentLoaded", () => sizeGrids(document));
 })();

@@ -1,0 +1,71 @@
+"""`.env` is read, with python-dotenv, by the settings, the Makefile and compose
+alike (issue 16, item 2): a newcomer's DB_NAME in .env takes effect everywhere,
+and the environment still wins over it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.ops.settings_probe import settings_value
+from tests.servers import ROOT
+
+VENV = Path(sys.prefix)
+
+
+@pytest.fixture
+def newcomer_env(tmp_path):
+    path = tmp_path / ".env"
+    name = f"agentlab_newcomer_{uuid.uuid4().hex[:8]}"
+    # As a newcomer writes it: copied from .env.example, DB_NAME changed, a comment, quotes.
+    text = (ROOT / ".env.example").read_text().replace("DB_NAME=agentlab", f'DB_NAME="{name}"  # mine')
+    path.write_text(text.replace("SECRET_KEY=\n", "SECRET_KEY=newcomer-secret-key-0123456789abcdefghijklmnop\n"))
+    return path, name
+
+
+def test_the_settings_read_db_name_from_env_file(newcomer_env):
+    path, name = newcomer_env
+    result = settings_value("settings.DATABASES['default']['NAME']", ENV_FILE=str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == repr(name)
+
+
+def test_the_environment_wins_over_env_file(newcomer_env):
+    path, _ = newcomer_env
+    result = settings_value("settings.DATABASES['default']['NAME']", ENV_FILE=str(path), DB_NAME="from_the_shell")
+    assert result.stdout.strip() == repr("from_the_shell")
+
+
+def _make(*args: str, **env: str) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k not in ("DB_NAME", "PORT", "MAKEFLAGS", "MAKELEVEL")}
+    return subprocess.run(["make", "-s", f"VENV={VENV}", *args], cwd=ROOT, env={**full_env, **env},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_makefile_hands_env_file_to_its_scripts(newcomer_env):
+    path, name = newcomer_env
+    result = _make("config", f"ENV_FILE={path}")
+    assert result.returncode == 0, result.stderr
+    assert f"DB_NAME={name} " in result.stdout
+    # A variable in the environment wins, as in the settings.
+    assert "DB_NAME=mine " in _make("config", f"ENV_FILE={path}", DB_NAME="mine").stdout
+    # No .env at all is fine: the defaults apply.
+    assert "DB_NAME=agentlab " in _make("config", "ENV_FILE=/nonexistent/.env").stdout
+
+
+def test_make_services_creates_the_database_named_in_env_file(newcomer_env):
+    path, name = newcomer_env
+    try:
+        result = _make("services", f"ENV_FILE={path}")
+        assert result.returncode == 0, result.stderr
+        with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True) as conn:
+            assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+    finally:
+        with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
