@@ -137,7 +137,8 @@ EXECUTED_RE = re.compile(
 # "was refunded", "is now active"). Group "verb" is the verb as written.
 COMPLETION_RE = re.compile(
     r"\b(?:i(?:'ve| have)?(?: just| now| successfully| already| gone ahead and| went ahead and)?|we(?:'ve| have)|"
-    r"(?:has|have)(?: now| successfully| already)? been(?: successfully)?|(?:was|were)(?: successfully)?|(?:is|are) now)\s+"
+    r"(?:has|have)(?: now| successfully| already)? been(?: successfully)?|(?:was|were)(?: successfully)?|(?:is|are) now|"
+    r"(?:am|is|are) being)\s+"
     r"(?P<verb>cancel(?:l?ed)|modified|updated|changed|exchanged|returned|refunded|transferred|booked|reset|"
     r"enabled|disabled|toggled|turned (?:on|off)|granted|sent|submitted|paid|processed|charged|created|deleted|"
     r"removed|added|resumed|suspended|activated|deactivated|upgraded|downgraded|renewed|scheduled|placed|"

@@ -540,6 +540,7 @@ class _Pass:
         self.done_tools: set[str] = set()
         self.done_texts: deque[str] = deque(maxlen=200)
         self.calls_since_user = 0
+        self.writes_since_user = 0
         self.any_user_turn = False
         self.user_said = ""
         # Submissions the environment rejected: normalised content -> (action, result).
@@ -597,6 +598,7 @@ class _Pass:
             self.user_said = text[:4000].lower()
             self.any_user_turn = True
             self.calls_since_user = 0
+            self.writes_since_user = 0
             # A new request: pending replies are answered by this turn.
             self.pending = deque(c for c in self.pending if c.tool not in REPLY_TOOLS)
 
@@ -630,6 +632,7 @@ class _Pass:
                 self.calls_since_user += 1
                 self.done_tools.add(call.tool)
                 if not is_read_call(call.step.tool, call.step.args if call.step.args is not None else call.step.text):
+                    self.writes_since_user += 1
                     # A call that may have changed the world: asking another
                     # tool again since is legitimate (a read changes nothing).
                     acted = action_key(call.tool, None)[0]
@@ -932,8 +935,11 @@ class _Pass:
             return False  # the user reports having done it ("I turned off Airplane Mode")
         if candidates:
             why = f"no call of {', '.join(sorted(candidates)[:3])} was made before it"
-        elif self.any_user_turn and self.calls_since_user == 0:
-            why = "no tool was called since the user's last turn"
+        elif self.any_user_turn and self.writes_since_user == 0:
+            why = (
+                "no tool was called since the user's last turn" if self.calls_since_user == 0
+                else "only lookups were made since the user's last turn"
+            )
         else:
             return False
         self._break(step.index, "phantom_call", (
