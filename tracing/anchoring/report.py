@@ -352,6 +352,8 @@ REASONING_RE = re.compile(
 # mixed ("poker_player", "l1002", "#w8855135"), not "drawer 3" or "1990s".
 _IDENTIFIER_LIKE_RE = re.compile(r"^#?(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{4,})$")
 
+_ASSIGNMENT_RE = re.compile(r"\w\s*[-+*/]?=\s*\S")
+
 # A line of code in a reply ("grant_app_permission(app_name='messaging')").
 _CALL_SYNTAX_RE = re.compile(r"\b\w+\([^()]*\)")
 
@@ -707,9 +709,10 @@ class _Pass:
         if step.kind == "action" and not is_reply(step):
             self._call(step, sal)
         statement = step.kind == "thought" or is_reply(step)
-        if statement and not code and self._phantom_result(step, text):
+        if statement and not code and (self._phantom_result(step, text) or self._invented_identifier(step, text)):
             self.results_since_statement, self.calls_since_statement = 0, set()
             self.told_since_statement = False
+            self.turn_thoughts.append((step.index, text))
             return
         if not self.seen_observation:
             # Before the first observation the agent can only plan from the
@@ -802,8 +805,6 @@ class _Pass:
         for sentence in [*sentences, *_label_blocks(text)]:
             if self._record_slip(step, sentence):
                 return
-        if self._invented_identifier(step, text):
-            return
         statement_numbers = extract(text).numbers
         planned = self.planned.get(step.index)
         for sentence in claims:
@@ -1038,11 +1039,14 @@ class _Pass:
         for sentence in split_sentences(text):
             if sentence.rstrip().endswith(("?", "？")) or EXAMPLE_RE.search(sentence) or NEGATED_RE.search(sentence):
                 continue
-            if _CALL_SYNTAX_RE.search(sentence) and "=" in sentence:
-                continue
+            if _CALL_SYNTAX_RE.search(sentence) or _ASSIGNMENT_RE.search(sentence):
+                continue  # code the agent writes out: it names what it defines
             ids = [i for i in extract(sentence).ids if _IDENTIFIER_LIKE_RE.match(i)]
             missing = [i for i in ids if not self.evidence.id_supported(i)]
-            if missing and (PLAN_RE.match(sentence) or HEDGE_RE.search(sentence)):
+            plan = PLAN_RE.match(_LIST_MARK_RE.sub("", sentence.strip()))
+            if missing and plan and not self.seen_observation:
+                continue  # before it has looked at anything, a plan can only guess
+            if missing and plan:
                 # A plan may name what its next call creates (a variable, a
                 # file) or the program it runs; only what a read looks up had
                 # to be read before.
