@@ -166,7 +166,13 @@ def verb_stem(verb: str) -> str:
     return verb
 
 # A protocol token that ends a run, not an answer ("###STOP###", "submit").
-PROTOCOL_FINAL_RE = re.compile(r"^\W*(?:stop|submit|done|finish|end|exit|quit|terminate)\W*$", re.IGNORECASE)
+PROTOCOL_FINAL_RE = re.compile(
+    r"^\W*(?:stop|submit|done|finish|end|exit|quit|terminate|skip|give up|pass)\W*$", re.IGNORECASE
+)
+
+# An observation the agent writes into its own action ("Observation 3: …"):
+# it acts as if a tool had answered.
+FAKE_OBSERVATION_RE = re.compile(r"(?:^|\n)\s*observation(?:\s*\d+)?\s*:\s*\S", re.IGNORECASE)
 
 # A token in a harness's format ("picoCTF{…}", "flag{…}"): a value to find,
 # backed only when some result printed it.

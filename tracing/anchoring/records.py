@@ -308,13 +308,13 @@ class RecordIndex:
         for rec in mentioned:  # what a record held before an update is its own too
             for name in rec.fields:
                 named |= self.past.get((rec.kind, rec.ident, name), set())
-        for value in terms:
+        for value in sorted(terms):
             owners = self.owners.get(value)
             if not owners or value in named or any(
                 kind == rec.kind and ident == rec.ident for rec in mentioned for kind, ident, _ in owners
             ):
                 continue
-            for kind, ident, name in owners:
+            for kind, ident, name in sorted(owners):
                 same_kind = by_kind.get(kind)
                 if not same_kind:
                     continue

@@ -65,6 +65,7 @@ from tracing.anchoring.phrases import (
     DATA_CLAIM_RE,
     EMPTY_CONTENT_RE,
     FAILURE_RE,
+    FAKE_OBSERVATION_RE,
     FLAG_RE,
     FOUND_RE,
     HEDGE_RE,
@@ -78,7 +79,7 @@ from tracing.anchoring.phrases import (
 from tracing.anchoring.records import RecordIndex
 from tracing.anchoring.relation import wrong_relation
 from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, normalize_number, split_sentences
-from tracing.normalize import EN_STOP_WORDS, action_key, jaccard, tokens
+from tracing.normalize import EN_STOP_WORDS, action_key, call_signature, jaccard, tokens
 from tracing.results import Reading, is_command, is_read_call, read_result
 from tracing.steps import REPLY_TOOLS, Step, context_text, is_reply, role_of
 
@@ -155,7 +156,8 @@ PATTERNS = (
 # answer of names that no observation contains but that the agent's own
 # reasoning in the final turn states: right or wrong, it came from the model's
 # knowledge, not from the trace (a correct one is common in strong models).
-FINDINGS = ("answered_from_memory",)
+# "untested_claim": "the code works on the examples" before anything was run.
+FINDINGS = ("answered_from_memory", "untested_claim")
 # When two patterns hit the same step, the more specific reason is reported.
 _PRIORITY = {name: pos for pos, name in enumerate(PATTERNS)}
 
@@ -341,6 +343,14 @@ EXAMPLE_RE = re.compile(r"\b(?:for example|for instance|e\.g\.|such as|should lo
 
 _LIST_MARK_RE = re.compile(r"^(?:\d{1,2}[.)]|[-•*–·])\s*")
 
+# The user reporting what they did: "I went ahead and reset the APN settings",
+# "I've turned off Airplane Mode", "I just enabled roaming".
+USER_DID_RE = re.compile(
+    r"\bi(?:'ve| have)?(?:\s+(?:just|already|then|now|also|went ahead and|tried|did))*\s+"
+    r"(?P<verb>turned (?:on|off)|reset|set|put|\w{3,}ed)\b",
+    re.IGNORECASE,
+)
+
 # Reasoning about a failure ("I suspect the issue is …", "because"), not a
 # claim about what the failed call returned.
 REASONING_RE = re.compile(
@@ -474,6 +484,9 @@ class _Call:
     obs: Step | None = None
     obs_units: set[str] = field(default_factory=set)
     failed: bool = False
+    # Whether the call only reads (a write done again must come back word for
+    # word the same to count: a toggle answers "ON", then "OFF").
+    read: bool = True
 
 
 def anchor_report(
@@ -544,7 +557,8 @@ class _Pass:
         self.calls_since_user = 0
         self.writes_since_user = 0
         self.any_user_turn = False
-        self.user_said = ""
+        # Stems of what the user reports having done ("I reset", "I've turned off").
+        self.user_done: set[str] = set()
         # Submissions the environment rejected: normalised content -> (action, result).
         self.rejected: dict[str, tuple[Step, Step]] = {}
         self.submissions: deque[_Call] = deque(maxlen=8)
@@ -560,6 +574,8 @@ class _Pass:
         self.calls_since_statement: set[str] = set()
         self.told_since_statement = False
         self.recent_calls: deque[str] = deque(maxlen=2)
+        # Whether any call was made at all (None: the agent has run nothing).
+        self.ran: bool | None = None
         self.answers = _final_answers(steps)
         self.flags_seen: set[str] = {m.group(0).lower() for m in FLAG_RE.finditer(opening)}
         self.flag_text = opening.lower()
@@ -597,7 +613,7 @@ class _Pass:
         self.judged = None
         self.told_since_statement = True
         if role == "user":
-            self.user_said = text[:4000].lower()
+            self.user_done.update(verb_stem(m.group("verb")) for m in USER_DID_RE.finditer(text[:4000]))
             self.any_user_turn = True
             self.calls_since_user = 0
             self.writes_since_user = 0
@@ -682,6 +698,10 @@ class _Pass:
         self.pending_requery = None
         if earlier.obs is None or jaccard(sal.units, earlier.obs_units) < SAME_RESULT_MIN_JACCARD:
             return
+        if not earlier.read and not earlier.failed and " ".join((step.text or "").split()) != " ".join(
+            (earlier.obs.text or "").split()
+        ):
+            return
         if earlier.failed:
             reason = (
                 f"the action at step {action.index} repeats step {earlier.step.index}, which had failed "
@@ -743,6 +763,8 @@ class _Pass:
 
     def _call(self, step: Step, sal: Salient) -> None:
         self.calls_since_statement.add((step.tool or "").strip().lower())
+        if self.ran is None and not _is_final(step):
+            self.ran = False  # something was run; its result may come
         self.recent_calls.append((step.tool or "").strip().lower())
         if self.batch_done:
             # A new call after results came back: a new batch of calls.
@@ -752,7 +774,7 @@ class _Pass:
         toks = action_key(tool, args)[1]
         call = _Call(step=step, tool=tool, toks=toks, sal=sal)
         if not _is_final(step):
-            earlier = self._find_requery(tool, toks)
+            earlier = self._find_requery(step, tool, toks)
             if earlier is not None:
                 self.pending_requery = (step, earlier)
             self.history.setdefault(tool, deque(maxlen=REQUERY_WINDOW)).append(call)
@@ -764,14 +786,23 @@ class _Pass:
         args_text = _args_text(step.args) or (step.text or "")
         self.evidence.add(sal, args_text)
 
-    def _find_requery(self, tool: str, toks: frozenset[str]) -> _Call | None:
+    def _find_requery(self, step: Step, tool: str, toks: frozenset[str]) -> _Call | None:
+        args = step.args if step.args is not None else step.text
+        read = is_read_call(step.tool, args)
+        exact = is_command(args)  # a program edited by one token is another program
+        signature = call_signature(step.tool, args)
         for call in reversed(self.history.get(tool, ())):
-            if call.obs is not None and jaccard(toks, call.toks) >= REQUERY_MIN_JACCARD:
+            same = (
+                call_signature(call.step.tool, call.step.args if call.step.args is not None else call.step.text)
+                == signature if exact else jaccard(toks, call.toks) >= REQUERY_MIN_JACCARD
+            )
+            if call.obs is not None and same:
                 # A successful action of another tool, or a user's turn, since
                 # then may have changed the world (took the apple, toggled a
                 # setting): asking again is then legitimate.
                 if max(self.changed_at.get(tool, -1), self.world_changed_at) > call.step.index:
                     return None
+                call.read = read
                 return call
         return None
 
@@ -866,9 +897,24 @@ class _Pass:
 
     def _phantom_result(self, step: Step, text: str) -> bool:
         """The agent reads out a result no call returned ("The observation says
-        …" with nothing observed since it last spoke), or says it now does
+        …" with nothing observed since it last spoke), writes the observation
+        itself, says tests pass when nothing was ever run, or says it now does
         what only a tool it did not call could do ("Now I take the knife")."""
+        fake = FAKE_OBSERVATION_RE.search(text)
+        if fake is not None:
+            self._break(step.index, "phantom_call", (
+                f"the {_what(step)} at step {step.index} writes its own observation "
+                f"({_quote(text[fake.start():], 80)}): it acts as if a tool had answered"
+            ), {"claim": text[fake.start():fake.start() + 200]})
+            return True
         for sentence in split_sentences(text):
+            if self.ran is None and CODE_SUCCESS_RE.search(sentence) and not NEGATED_RE.search(sentence) \
+                    and not PLAN_RE.match(sentence) and not any(f.step == step.index for f in self.findings):
+                # Some models say this of code they are about to submit, as a
+                # habit: worth seeing, not the break (it fires on whole models).
+                self.findings.append(Break(step=step.index, pattern="untested_claim", reason=(
+                    f"the {_what(step)} at step {step.index} says {_quote(sentence, 80)}, but nothing was run yet"
+                ), evidence={"claim": sentence[:200]}))
             if NEGATED_RE.search(sentence):
                 continue
             attribution = ATTRIBUTION_RE.search(sentence)
@@ -932,8 +978,8 @@ class _Pass:
         verb = m.group("verb").lower()
         if any(stem in t for t in self.done_tools) or any(stem in text for text in self.done_texts):
             return False
-        if self.user_said and (stem in self.user_said or verb in self.user_said):
-            return False  # the user reports having done it ("I turned off Airplane Mode")
+        if stem in self.user_done or verb_stem(verb) in self.user_done:
+            return False  # the user reports having done it ("I went ahead and reset the APN settings")
         if candidates:
             why = f"no call of {', '.join(sorted(candidates)[:3])} was made before it"
         elif self.any_user_turn and self.writes_since_user == 0:

@@ -174,6 +174,8 @@ MONTHS = frozenset(
     ]
 )
 
+WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+
 # Connectors that may sit inside a capitalised name ("Bank of England",
 # "Leonardo da Vinci").
 NAME_CONNECTORS = frozenset(["of", "the", "de", "da", "di", "del", "van", "von", "der", "la", "le", "and", "&", "y"])
@@ -366,7 +368,7 @@ def extract(text: str) -> Salient:
             # name program parts, not things in the world.
             # Upper-case codes ("SMS", "GB SSD", "AZ") are abbreviations of a
             # vocabulary, not names the answer depends on (ids carry digits).
-            codes = all(_is_code(w) for w in words)
+            codes = all(_is_code(w) for w in words) or all(w.lower() in MONTHS or w.lower() in WEEKDAYS for w in words)
             opener = codes or len(lowered) == 1 and (
                 (span_sentence_start and len(span) == 1)
                 or lowered[0] in EN_STOP_WORDS
@@ -454,10 +456,18 @@ def extract(text: str) -> Salient:
         if _has_digit(word):
             measure = _MEASURE_RE.match(lower)
             if measure:
-                # "750ml", "16gb", "500-piece": a quantity with its unit.
+                # "750ml", "16gb", "20h", "500-piece": a quantity with its unit,
+                # checked as the number (the unit may come from a key name).
                 out.numbers.add(normalize_number(measure.group(1)))
                 out.words.add(measure.group(2))
-            if not measure or "-" not in lower:
+            elif "-" in lower and all(_MEASURE_RE.match(p) or p.isalpha() for p in lower.split("-") if p):
+                # "3g-only", "2-piece-set": measures and words joined.
+                for part in filter(None, lower.split("-")):
+                    m2 = _MEASURE_RE.match(part)
+                    if m2:
+                        out.numbers.add(normalize_number(m2.group(1)))
+                    out.words.add(part)
+            else:
                 out.ids.add(lower)
             if span:
                 close_span()
