@@ -142,7 +142,8 @@ COMPLETION_RE = re.compile(
     r"(?P<verb>cancel(?:l?ed)|modified|updated|changed|exchanged|returned|refunded|transferred|booked|reset|"
     r"enabled|disabled|toggled|turned (?:on|off)|granted|sent|submitted|paid|processed|charged|created|deleted|"
     r"removed|added|resumed|suspended|activated|deactivated|upgraded|downgraded|renewed|scheduled|placed|"
-    r"applied|issued|restored|unlocked|locked|approved|rejected|refilled|replaced)\b",
+    r"applied|issued|restored|unlocked|locked|approved|rejected|refilled|replaced|started|initiated|requested|"
+    r"completed|finalized|arranged|authorized|authorised)\b",
     re.IGNORECASE,
 )
 
@@ -194,5 +195,13 @@ NOW_ACTION_RE = re.compile(r"\bnow,? i (?P<verb>[a-z]+)\b", re.IGNORECASE)
 ASSERTION_RE = re.compile(
     r"\b(?:has|have|had|contains?|contained|includes?|included|shows?|showed|lists|listed|returns?|returned|"
     r"is|are|was|were|holds?|gives?)\b",
+    re.IGNORECASE,
+)
+
+# A lookup reported as done ("I have verified your account", "I've located
+# your order"): false right after that lookup failed.
+LOOKED_UP_RE = re.compile(
+    r"\b(?:i|we)(?:'ve| have)?(?: now| just| successfully)? (?:verified|confirmed|located|found|checked|looked up|"
+    r"retrieved|pulled up)\b",
     re.IGNORECASE,
 )

@@ -68,6 +68,7 @@ from tracing.anchoring.phrases import (
     FAKE_OBSERVATION_RE,
     FLAG_RE,
     FOUND_RE,
+    LOOKED_UP_RE,
     HEDGE_RE,
     NEGATED_RE,
     NOW_ACTION_RE,
@@ -721,7 +722,8 @@ class _Pass:
 
     # -- the agent's steps -------------------------------------------------------
     def _agent(self, step: Step) -> None:
-        text = _step_text(step)
+        # Curly apostrophes read as straight ones ("I’ve found" = "I've found").
+        text = _step_text(step).replace("’", "'")
         code = step.kind == "action" and not is_reply(step) or looks_like_code(text)
         sal = extract(text) if not code or step.kind == "action" else Salient()
         if step.kind == "thought" or is_reply(step):
@@ -855,7 +857,11 @@ class _Pass:
     def _after_failure(self, step: Step, sentence: str, last: _Obs | None) -> bool:
         if last is None or NEGATED_RE.search(sentence) or ACK_FAILURE_RE.search(sentence):
             return False
-        success = SUCCESS_RE.search(sentence) or CODE_SUCCESS_RE.search(sentence)
+        success = SUCCESS_RE.search(sentence) or CODE_SUCCESS_RE.search(sentence) or (
+            # "Your payment method has been changed" right after the change
+            # failed; "I have verified your account" right after the lookup did.
+            (LOOKED_UP_RE.search(sentence) or COMPLETION_RE.search(sentence)) if last.failed else None
+        )
         if success and self._found_nothing(last):
             # After a query that found nothing, only a claim of having found
             # or got something is false; "I am done" may be right.
