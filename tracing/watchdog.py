@@ -271,7 +271,18 @@ OFF_POLICY = Policy(name="off", version=1, enabled=False, description="watchdog 
 HINTS_ONLY_POLICY = Policy(
     name="hints-only", version=1, ladder=Ladder(tiers=("hint", "redirect")), description="no stop tier"
 )
-BUILTIN_POLICIES = {p.name: p for p in (DEFAULT_POLICY, OFF_POLICY, HINTS_ONLY_POLICY)}
+# Stops early: one hint, then a stop at the first futile repeat, three unusable
+# results in a row or six turns without progress. At equal false kills it saves
+# more failed-run steps than a naive "third identical call / third invalid
+# result in a row" rule on ALFWorld and WebShop and about as many elsewhere
+# (bench/README-detectors.md); it false-kills more than the default.
+AGGRESSIVE_POLICY = Policy(
+    name="aggressive",
+    version=1,
+    ladder=Ladder(cooldown=0, tiers=("hint", "stop"), stop_futile=1, stop_invalid=3, stop_streak=6),
+    description="hint -> stop, early",
+)
+BUILTIN_POLICIES = {p.name: p for p in (DEFAULT_POLICY, OFF_POLICY, HINTS_ONLY_POLICY, AGGRESSIVE_POLICY)}
 
 
 def estimate_complexity(goal: str) -> float:
