@@ -9,7 +9,7 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="runs:list", permanent=False)),
     path("runs/", include("runs.urls")),
     path("compare/", include("runs.compare_urls")),
-    path("reviews/", include("runs.review_urls")),
+    path("reviews/", include("runs.reviews.urls")),
     path("dashboard/", dashboard_views.dashboard_page, name="dashboard"),
     path("whatif/", whatif_views.whatif_new, name="whatif_new"),
     path("whatif/<int:job_id>/", whatif_views.whatif_job, name="whatif_job"),

@@ -42,7 +42,7 @@ def seed() -> None:
     from django.utils import timezone
 
     from runs.models import Policy, Run, Task
-    from runs.reviews import threshold_snapshot
+    from runs.reviews.services import threshold_snapshot
     from tracing.watchdog import DEFAULT_POLICY
 
     perm = Permission.objects.get(codename="label_interruption")
@@ -103,7 +103,7 @@ def seed() -> None:
           "fork_outcome, fork_turns, fork_reason", items)
     # Labels: one reviewer on a fifth of the items, two on a twentieth; the
     # items' denormalised state is then set from them in one statement.
-    from runs.review_models import ReviewItem
+    from runs.reviews.models import ReviewItem
 
     ids = list(ReviewItem.objects.values_list("pk", flat=True))
     labels = io.StringIO()
@@ -146,7 +146,7 @@ def main() -> None:
     _django.ensure_database(DB)
     t0 = time.perf_counter()
     seed()
-    from runs.review_models import ReviewItem, ReviewLabel
+    from runs.reviews.models import ReviewItem, ReviewLabel
 
     print(f"seeded {ReviewItem.objects.count():,} interruptions of {N_RUNS:,} runs and "
           f"{ReviewLabel.objects.count():,} labels in {time.perf_counter() - t0:.1f} s")

@@ -196,7 +196,7 @@ def array_figures(qs: QuerySet[Run]) -> dict[str, list]:
 
 def false_kills(qs: QuerySet[Run]) -> list[dict[str, Any]]:
     """Per detector: reviewers' labels of its interruptions and the false-kill rate."""
-    from runs.review_models import LabelState, ReviewItem
+    from runs.reviews.models import LabelState, ReviewItem
 
     rows = (
         ReviewItem.objects.filter(run__in=qs.values("id"))

@@ -25,10 +25,6 @@ MIN_QUERY_COVERAGE = 0.5
 CANDIDATES = 50
 
 
-def tokens_for_index(text: str) -> str:
-    return " ".join(tokens(text))
-
-
 class PostgresSearch:
     def search(self, query: str, k: int = 5) -> list[DocRecord]:
         toks = tokens(query or "")[:MAX_QUERY_TOKENS]

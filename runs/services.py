@@ -326,7 +326,7 @@ def run_analyse(run_id: int, *, recompute_signals: bool = False) -> None:
 def _sync_review_items(run_id: int) -> None:
     # The review queue (runs/reviews.py) keeps one item per interruption step.
     try:
-        from runs.reviews import review_items_sync
+        from runs.reviews.services import review_items_sync
     except ImportError:
         return
     review_items_sync(run_id)

@@ -12,8 +12,8 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from runs.models import Policy, Run, WhatIfJob
-from runs.review_models import LabelState, ReviewItem
-from runs.whatif import cache_key, evaluate, group_steps, sweep_policies
+from runs.reviews.models import LabelState, ReviewItem
+from runs.whatif.replay import cache_key, evaluate, group_steps, sweep_policies
 from tracing.watchdog import Policy as WatchdogPolicy
 
 # Rows fetched per round trip while streaming steps out of Postgres.

@@ -99,7 +99,7 @@ def test_run_list_filters_the_dashboard_links_to(auth_client, runs):
 
 
 def test_false_kill_rate_comes_from_reviewers_labels(auth_client, runs):
-    from runs.review_models import ReviewItem
+    from runs.reviews.models import ReviewItem
 
     run = Run.objects.filter(intervention_count__gt=0).first()
     ReviewItem.objects.create(run=run, step_index=3, detector="repetition", tier="stop", label="wrongly_killed")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from runs import reviews
-from runs.review_models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
+from runs.reviews import services as reviews
+from runs.reviews.models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
 from tests.runs.test_reviews_helpers import REPETITION_EVIDENCE as REPETITION
 from tests.runs.test_reviews_helpers import add_step, interrupted_run
 from tracing.watchdog import DEFAULT_POLICY

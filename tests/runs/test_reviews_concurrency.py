@@ -7,8 +7,8 @@ import threading
 import pytest
 from django.db import connection
 
-from runs import reviews
-from runs.review_models import LabelState, ReviewItem, ReviewLabel
+from runs.reviews import services as reviews
+from runs.reviews.models import LabelState, ReviewItem, ReviewLabel
 from tests.runs.test_reviews_helpers import interrupted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)

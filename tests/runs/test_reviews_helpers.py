@@ -24,7 +24,7 @@ def add_step(run, index: int, kind: str, text: str = "", **meta) -> None:
 def interrupted_run(make_run, **fields):
     """Steps 0-5 (thought/action/observation), a repetition hint at 6, steps
     7-8, a stagnation stop at 9."""
-    from runs.reviews import review_items_sync
+    from runs.reviews.services import review_items_sync
 
     run = make_run(steps=6, status=fields.pop("status", "stopped"), **fields)
     add_step(run, 6, "intervention", "You searched this already; change approach.",

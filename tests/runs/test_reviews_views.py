@@ -9,7 +9,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from runs.review_models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
+from runs.reviews.models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
 from tests.runs.test_reviews_helpers import grant_reviewer, interrupted_run
 from tracing.models import Step
 
@@ -166,7 +166,7 @@ def test_keyset_pages_cover_every_item_once_in_both_orders(auth_client, make_run
 
 
 def test_the_queue_filters(auth_client, make_run, user):
-    from runs import reviews
+    from runs.reviews import services as reviews
 
     a = interrupted_run(make_run, model_name="gpt-x")
     interrupted_run(make_run)
@@ -261,7 +261,7 @@ def test_what_if_forks_from_an_edited_observation(reviewer_client, run, enqueued
 
 
 def test_figures_show_rates_and_kappa(auth_client, run, user, other_user):
-    from runs import reviews
+    from runs.reviews import services as reviews
 
     item = ReviewItem.objects.get(run=run, step_index=6)
     reviews.review_label(item_id=item.pk, reviewer=user, value="wrongly_killed")
@@ -273,7 +273,7 @@ def test_figures_show_rates_and_kappa(auth_client, run, user, other_user):
 
 
 def test_export_csv_and_jsonl(auth_client, run, user):
-    from runs import reviews
+    from runs.reviews import services as reviews
 
     item = ReviewItem.objects.get(run=run, step_index=6)
     reviews.review_label(item_id=item.pk, reviewer=user, value="justified", note="first")

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from runs.models import Run
-from runs.review_models import ForkOutcome, ReviewItem
+from runs.reviews.models import ForkOutcome, ReviewItem
 from tests.runs.test_reviews_helpers import grant_reviewer
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -6,9 +6,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from runs import whatif
 from runs.models import Policy, Run, WhatIfJob
-from runs.review_models import ReviewItem
+from runs.reviews.models import ReviewItem
+from runs.whatif import replay as whatif
 from runs.whatif_service import whatif_create, whatif_execute
 from tracing.steps import Step
 from tracing.watchdog import DEFAULT_POLICY, PolicyError

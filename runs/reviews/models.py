@@ -1,8 +1,4 @@
-"""The review queue's tables: one item per interruption step, and reviewers' labels.
-
-Imported at the end of runs/models.py so Django registers them with the `runs`
-app; the logic that fills them lives in runs/reviews.py.
-"""
+"""The review queue's tables: one item per interruption step, and reviewers' labels."""
 
 from __future__ import annotations
 

@@ -20,9 +20,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from runs import reviews, services
+from runs import services
 from runs.models import Policy, Run, Task
-from runs.review_models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
+from runs.reviews import services as reviews
+from runs.reviews.models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
 from tracing.models import Step
 
 PERMISSION = "runs.label_interruption"

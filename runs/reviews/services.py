@@ -18,7 +18,7 @@ from django.db.models import Count, Q, QuerySet
 from kombu.exceptions import OperationalError
 
 from runs.models import Policy, Run
-from runs.review_models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
+from runs.reviews.models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
 from tracing.models import Step
 
 LABEL_VALUES = tuple(ReviewLabel.Value.values)

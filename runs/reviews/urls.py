@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import review_views as views
+from runs.reviews import views
 
 app_name = "reviews"
 
