@@ -18,9 +18,11 @@ from runs.agent.loop import Outcome, run_agent
 from runs.llm import EndpointNotConfigured, client_for, config_for
 from runs.models import Policy, RerunGroup, Run, Task
 from runs.toolbox import build_tools
+from tracing.analysis import analyse
 from tracing.governance import govern_observation
 from tracing.models import Step
 from tracing.recorder import Recorder
+from tracing.signals import send_run_ended
 from tracing.steps import Step as StepRecord
 from tracing.watchdog import OFF_POLICY, Watchdog
 
@@ -288,15 +290,6 @@ def score_answer(task: Task | None, answer: str | None) -> bool | None:
     return score(task.as_suite_dict(), answer)
 
 
-def analyse_records(records: list[StepRecord], *, prompt: str, policy=None, recompute_signals: bool = True,
-                    context=None):
-    """The anchor report and (optionally) the watchdog's signals, written into
-    each record's meta (tracing.analysis.analyse). Pure: callers store the result."""
-    from tracing.analysis import analyse
-
-    return analyse(records, task=prompt, context=context, policy=policy, recompute_signals=recompute_signals)
-
-
 def run_analyse(run_id: int, *, recompute_signals: bool = False) -> None:
     """Whole-run analysis over the stored steps: the anchor break and the
     per-step anchoring scores (and, when asked, the watchdog's signals again,
@@ -306,7 +299,7 @@ def run_analyse(run_id: int, *, recompute_signals: bool = False) -> None:
     # A fork is judged on its whole trajectory, the parent's part included.
     records = run_history(run)
     policy = run.policy.as_policy() if run.policy_id else None
-    report = analyse_records(records, prompt=run.prompt, policy=policy, recompute_signals=recompute_signals)
+    report = analyse(records, task=run.prompt, policy=policy, recompute_signals=recompute_signals)
     changed = []
     for record in records:
         row = rows.get(record.index)
@@ -320,16 +313,6 @@ def run_analyse(run_id: int, *, recompute_signals: bool = False) -> None:
             anchor_reason=report.reason or "",
             anchor_evidence=report.evidence or {},
         )
-        _sync_review_items(run_id)
-
-
-def _sync_review_items(run_id: int) -> None:
-    # The review queue (runs/reviews.py) keeps one item per interruption step.
-    try:
-        from runs.reviews.services import review_items_sync
-    except ImportError:
-        return
-    review_items_sync(run_id)
 
 
 def run_finish(*, run_id: int, outcome: Outcome) -> Run:
@@ -344,10 +327,7 @@ def run_finish(*, run_id: int, outcome: Outcome) -> Run:
         success=success,
         finished_at=timezone.now(),
     )
-    try:
-        run_analyse(run_id)
-    except Exception:  # the run is over either way; its analysis can be redone
-        log.exception("analysis of run %s failed", run_id)
+    send_run_ended(run_id)
     run.refresh_from_db()
     return run
 

@@ -347,7 +347,7 @@ MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 @login_required
 @require_http_methods(["GET", "POST"])
 def run_import(request: HttpRequest) -> HttpResponse:
-    from runs.importer import import_lines
+    from runs.imports.services import import_lines
 
     form = ImportForm(request.POST or None, request.FILES or None)
     result = None

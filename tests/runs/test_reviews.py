@@ -49,12 +49,12 @@ def test_a_run_without_interruptions_has_no_items(make_run):
     assert not ReviewItem.objects.exists()
 
 
-def test_run_analyse_syncs_the_items(make_run):
-    from runs.services import run_analyse
+def test_the_run_ended_signal_syncs_the_items(make_run):
+    from tracing.signals import send_run_ended
 
     run = make_run(steps=3)
     add_step(run, 3, "intervention", "hint", detector="repetition", tier="hint", evidence=REPETITION)
-    run_analyse(run.pk)
+    send_run_ended(run.pk)
     assert ReviewItem.objects.filter(run=run, step_index=3).exists()
 
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from runs.models import Run
-from runs.services import analyse_records
+from runs.launch.models import Run
+from tracing.analysis import analyse
 from tracing.models import Step
 from tracing.steps import Trajectory, TrajectoryError, trajectory_from_dict
+from tracing.summary import RunSummary, step_tokens
 
 # A line longer than this is refused before parsing: one run of 10,000 steps
 # of 1 KB each fits; a 100 MB line is a mistake or an attack.
@@ -48,54 +49,46 @@ def _final_answer(traj: Trajectory) -> str:
     return last.args if isinstance(last.args, str) and last.args else last.text
 
 
+def _new_run(traj: Trajectory, *, owner, source: str, report) -> Run:
+    now = timezone.now()
+    meta = traj.meta or {}
+    return Run(
+        prompt=_clean_text(traj.task),
+        owner=owner,
+        source=(source or traj.source or "import")[:40],
+        provider=Run.Provider.IMPORT,
+        model_name=str(meta.get("model") or "unknown")[:120],
+        mode=Run.Mode.TEXT if any(isinstance(s.args, str) for s in traj.steps) else Run.Mode.TOOLS,
+        max_steps=min(1000, max(1, len(traj.steps))),
+        status=Run.Status.SUCCEEDED if any(s.kind == "final" for s in traj.steps) else Run.Status.FAILED,
+        success=traj.success,
+        final_answer=_clean_text(_final_answer(traj))[:10_000],
+        settings={"external_run_id": traj.run_id, "source": traj.source, "reward": traj.reward,
+                  "meta": json.loads(json.dumps(meta, default=str).replace("\\u0000", "\\ufffd"))},
+        started_at=now,
+        finished_at=now,
+        first_anchor_break=report.first_break,
+        anchor_reason=report.reason or "",
+        anchor_evidence=report.evidence or {},
+        **RunSummary.of(traj.steps).columns(),
+    )
+
+
 def import_trajectory(traj: Trajectory, *, owner=None, source: str = "") -> Run:
     if len(traj.steps) > MAX_STEPS_PER_RUN:
         raise TrajectoryError(f"{len(traj.steps)} steps; at most {MAX_STEPS_PER_RUN} per run")
     # Signals and anchoring go into each step's meta before the insert, so an
     # imported run lands complete in one pass.
-    report = analyse_records(traj.steps, prompt=traj.goal, context=traj.context)
-    interventions = [s for s in traj.steps if s.kind == "intervention"]
-    detectors = list(dict.fromkeys(str(s.meta.get("detector") or "watchdog")[:40] for s in interventions))
-    tiers = list(dict.fromkeys(str(s.meta.get("tier"))[:10] for s in interventions if s.meta.get("tier")))
-    now = timezone.now()
-    meta = traj.meta or {}
+    report = analyse(traj.steps, task=traj.goal, context=traj.context)
+    run = _new_run(traj, owner=owner, source=source, report=report)
     with transaction.atomic():
-        run = Run.objects.create(
-            prompt=_clean_text(traj.task),
-            owner=owner,
-            source=(source or traj.source or "import")[:40],
-            provider=Run.Provider.IMPORT,
-            model_name=str(meta.get("model") or "unknown")[:120],
-            mode=Run.Mode.TEXT if any(isinstance(s.args, str) for s in traj.steps) else Run.Mode.TOOLS,
-            max_steps=min(1000, max(1, len(traj.steps))),
-            status=Run.Status.SUCCEEDED if any(s.kind == "final" for s in traj.steps) else Run.Status.FAILED,
-            success=traj.success,
-            final_answer=_clean_text(_final_answer(traj))[:10_000],
-            settings={"external_run_id": traj.run_id, "source": traj.source, "reward": traj.reward,
-                      "meta": json.loads(json.dumps(meta, default=str).replace("\\u0000", "\\ufffd"))},
-            started_at=now,
-            finished_at=now,
-            step_count=len(traj.steps),
-            prompt_tokens=sum(max(0, int(s.prompt_tokens or 0)) for s in traj.steps),
-            completion_tokens=sum(max(0, int(s.completion_tokens or 0)) for s in traj.steps),
-            latency_ms=sum(max(0.0, float(s.latency_ms or 0)) for s in traj.steps),
-            context_steps=[s.index for s in traj.steps if s.prompt_tokens and s.prompt_tokens > 0],
-            context_tokens=[int(s.prompt_tokens) for s in traj.steps if s.prompt_tokens and s.prompt_tokens > 0],
-            truncated_steps=[s.index for s in traj.steps if s.kind == "observation" and s.meta.get("truncated")],
-            intervention_count=len(interventions),
-            intervention_detectors=detectors,
-            intervention_tiers=tiers,
-            first_anchor_break=report.first_break,
-            anchor_reason=report.reason or "",
-            anchor_evidence=report.evidence or {},
-        )
+        run.save()
         Step.objects.bulk_create(
             [
                 Step(run=run, index=s.index, kind=s.kind, text=_clean_text(s.text), tool=(s.tool or "")[:120],
-                     args=s.args, meta=s.meta, prompt_tokens=max(0, int(s.prompt_tokens or 0)),
-                     completion_tokens=max(0, int(s.completion_tokens or 0)),
-                     latency_ms=max(0.0, float(s.latency_ms or 0)))
+                     args=s.args, meta=s.meta, prompt_tokens=prompt, completion_tokens=completion, latency_ms=latency)
                 for s in traj.steps
+                for prompt, completion, latency in [step_tokens(s)]
             ],
             batch_size=1000,
         )
