@@ -132,17 +132,18 @@ def main() -> None:
 
     from unittest import mock
 
-    from runs.whatif_service import whatif_create, whatif_execute
+    from runs.whatif.execution import whatif_execute
+    from runs.whatif.services import whatif_create
 
     user = User.objects.get(username="bench")
-    with mock.patch("runs.tasks.execute_whatif.apply_async"):
+    with mock.patch("runs.whatif.tasks.execute_whatif.apply_async"):
         job = whatif_create(user=user, config={}, sweep_path="ladder.stop_streak", sweep_values=[10],
                             filters={"source": "import"})
     t = time.perf_counter()
     job = whatif_execute(job.pk)
     print(f"what-if, 1 policy over {job.total_runs} runs: {time.perf_counter() - t:.1f} s  (target <= 20 s) "
           f"status {job.status} {job.error}")
-    with mock.patch("runs.tasks.execute_whatif.apply_async"):
+    with mock.patch("runs.whatif.tasks.execute_whatif.apply_async"):
         job = whatif_create(user=user, config={}, sweep_path="ladder.stop_streak", sweep_values=[6, 10, 14],
                             filters={"source": "import"})
     t = time.perf_counter()

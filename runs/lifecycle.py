@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from runs.launch.analysis import run_analyse
 from runs.reviews.services import review_items_sync
-from runs.services import run_analyse
 
 
 def on_run_ended(sender=None, *, run_id: int, recompute_signals: bool = False, **kwargs) -> None:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from runs.launch.models import Run
 from runs.lifecycle import on_run_ended
-from runs.models import Run
 
 
 class Command(BaseCommand):
