@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.agent.suite import builtin_tasks
-from runs.agent.tools import tokenize
+from tracing.normalize import search_tokens
 
 MODEL_NAME = "sim"
 SYSTEM_FINGERPRINT = "simulated"
@@ -161,10 +161,10 @@ def find_task(question: str) -> dict[str, Any] | None:
     for task in tasks:
         if _norm(task["prompt"]) == key or (key and _norm(task["prompt"]) in key):
             return task
-    words = set(tokenize(question))
+    words = set(search_tokens(question))
     best, best_score = None, 0.0
     for task in tasks:
-        other = set(tokenize(task["prompt"]))
+        other = set(search_tokens(task["prompt"]))
         overlap = len(words & other) / len(words | other) if words | other else 0.0
         if overlap > best_score:
             best, best_score = task, overlap

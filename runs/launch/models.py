@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from runs.policies.models import Policy
-from tracing.normalize import tokens
+from tracing.normalize import search_tokens
 
 
 class Task(models.Model):
@@ -71,7 +71,7 @@ class Document(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         # Words and CJK bigrams (tracing.normalize), the units the search matches on.
-        self.search_tokens = " ".join(tokens(f"{self.title} {self.body}"))
+        self.search_tokens = " ".join(dict.fromkeys(search_tokens(f"{self.title} {self.body}")))
         super().save(*args, **kwargs)
 
 
