@@ -7,14 +7,16 @@ import pytest
 _counter = itertools.count()
 
 
+# No password: the tests sign in with force_login, and hashing one (PBKDF2, a
+# million rounds) costs a third of a second per user.
 @pytest.fixture
 def user(django_user_model):
-    return django_user_model.objects.create_user("alice", password="pw")
+    return django_user_model.objects.create_user("alice")
 
 
 @pytest.fixture
 def other_user(django_user_model):
-    return django_user_model.objects.create_user("bob", password="pw")
+    return django_user_model.objects.create_user("bob")
 
 
 @pytest.fixture

@@ -109,3 +109,22 @@ def test_false_kill_rate_comes_from_reviewers_labels(auth_client, runs):
     assert response.context["totals"]["false_kill_rate"] == pytest.approx(1 / 3)
     rows = {r["detector"]: r for r in response.context["false_kills"]}
     assert rows["repetition"]["false_kill_rate"] == 0.5 and rows["budget"]["false_kill_rate"] == 0.0
+
+
+def test_the_watchdog_off_drill_keeps_its_filter(auth_client, make_run):
+    from runs.policies.models import Policy
+
+    policy = Policy.objects.create(name="default", config={})
+    make_run(status="failed", policy=policy)
+    unwatched = make_run(status="failed")
+    # Filtered to runs without a watchdog, every link to the run list keeps it...
+    page = auth_client.get(URL, {"policy": "off"})
+    assert page.context["totals"]["runs"] == 1
+    assert "policy=off" in page.context["run_list_url"]
+    assert all("policy=off" in url for url in page.context["charts"]["histogram"]["data"][0]["customdata"])
+    # ...and the "by policy" row of runs without a watchdog links to them.
+    everything = auth_client.get(URL)
+    off_row = next(g for g in everything.context["by_policy"] if g["key"] == "—")
+    assert off_row["drill"] == "off"
+    listed = auth_client.get(reverse("runs:list"), {"policy": "off"})
+    assert [r.pk for r in listed.context["runs"]] == [unwatched.pk]

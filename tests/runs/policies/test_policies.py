@@ -66,3 +66,26 @@ def test_a_taken_name_is_refused_on_create(auth_client, default_policy):
 def test_the_list_shows_versions(auth_client, default_policy):
     body = auth_client.get(reverse("policy_list")).content.decode()
     assert "default" in body and "v1" in body
+
+
+def test_a_save_is_the_next_version_of_its_name(default_policy, user):
+    from runs.policies.services import policy_version_save
+
+    saved = policy_version_save(name="default", config={"name": "x", "version": 9, "ladder": {"stop_streak": 8}},
+                                description="d", created_by=user)
+    # The column keys are the row's, never the config's.
+    assert (saved.version, saved.description, saved.config) == (2, "d", {"ladder": {"stop_streak": 8}})
+    assert policy_version_save(name="fresh", config={}).version == 1
+
+
+def test_a_new_policy_under_an_existing_name_is_refused(default_policy):
+    from runs.policies.services import PolicyExists, policy_version_save
+
+    with pytest.raises(PolicyExists):
+        policy_version_save(name="default", config={}, new=True)
+    assert Policy.objects.filter(name="default").count() == 1
+
+
+def test_a_new_policy_form_under_an_existing_name_says_so(auth_client, default_policy):
+    response = auth_client.post(reverse("policy_new"), {"name": "default", "config": "{}"})
+    assert response.status_code == 400 and "A policy with this name exists" in response.content.decode()
