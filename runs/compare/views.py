@@ -118,11 +118,16 @@ def _render_compare(request: HttpRequest, runs: list[Run], *, group: RerunGroup 
     return render(request, "compare/page.html", context)
 
 
+def _selection(request: HttpRequest, values: list[str]) -> list[Run]:
+    """The runs of a `runs=1,2,3` selection the user may see (SelectionError otherwise)."""
+    return runs_by_id(access.runs_for(request), parse_run_ids(values))
+
+
 @login_required
 @require_GET
 def compare_runs(request: HttpRequest) -> HttpResponse:
     try:
-        runs = runs_by_id(access.runs_for(request), parse_run_ids(request.GET.getlist("runs")))
+        runs = _selection(request, request.GET.getlist("runs"))
     except SelectionError as exc:
         return _error(request, str(exc))
     return _render_compare(request, runs)
@@ -204,7 +209,7 @@ def compare_diff(request: HttpRequest) -> HttpResponse:
 def compare_save(request: HttpRequest) -> HttpResponse:
     """Save a selection as a RerunGroup; the runs move into it (a run has one group)."""
     try:
-        runs = runs_by_id(access.runs_for(request), parse_run_ids(request.POST.getlist("runs")))
+        runs = _selection(request, request.POST.getlist("runs"))
     except SelectionError as exc:
         return _error(request, str(exc))
     group, moved = group_save(owner=request.user, runs=runs, name=request.POST.get("name", "").strip())

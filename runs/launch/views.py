@@ -20,6 +20,7 @@ from runs.launch import access, services
 from runs.launch.forms import NewRunForm, RunFilterForm
 from runs.launch.models import Run, Task
 from runs.launch.selectors import runs_filtered, steps_after, trajectory
+from runs.paging import keyset_page
 from runs.policies.models import Policy
 from runs.queue import QueueUnavailable
 from tracing.models import Step
@@ -81,13 +82,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
         qs, field = _sorted_page(runs_filtered(qs, form.filters()), form, sort)
     else:
         qs = qs.none()
-    page = list(qs[: RUNS_PER_PAGE + 1])
-    runs, has_more = page[:RUNS_PER_PAGE], len(page) > RUNS_PER_PAGE
-    next_query = ""
-    if has_more:
-        params = request.GET.copy()
-        params["before"] = _cursor(runs[-1], field)
-        next_query = params.urlencode()
+    runs, next_query = keyset_page(qs, RUNS_PER_PAGE, request, lambda run: _cursor(run, field))
     context = {
         "form": form,
         "runs": runs,

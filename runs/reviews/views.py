@@ -23,6 +23,7 @@ from runs.launch import access
 from runs.launch.models import Task
 from runs.launch.selectors import trajectory
 from runs.launch.services import FORK_DEFAULT_TURNS, FORK_MAX_TURNS, ForkError
+from runs.paging import keyset_page
 from runs.policies.models import Policy
 from runs.queue import QueueUnavailable
 from runs.reviews.forms import ForkForm, QueueFilterForm
@@ -100,13 +101,7 @@ def _queue_page(qs: QuerySet[ReviewItem], form: QueueFilterForm) -> tuple[QueryS
 def queue(request: HttpRequest) -> HttpResponse:
     form = QueueFilterForm(request.GET)
     qs, sort = _queue_page(items_for(request).select_related("task"), form)
-    page = list(qs[: ITEMS_PER_PAGE + 1])
-    items, has_more = page[:ITEMS_PER_PAGE], len(page) > ITEMS_PER_PAGE
-    next_query = ""
-    if has_more:
-        params = request.GET.copy()
-        params["before"] = _cursor(items[-1], sort)
-        next_query = params.urlencode()
+    items, next_query = keyset_page(qs, ITEMS_PER_PAGE, request, lambda item: _cursor(item, sort))
     figures_query = request.GET.copy()
     figures_query.pop("before", None)
     context = {"form": form, "items": items, "next_query": next_query, "more_id": MORE_ROWS_ID,
