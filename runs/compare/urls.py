@@ -1,13 +1,13 @@
 from django.urls import path
 
-from runs.compare import views as compare_views
+from runs.compare import views
 
 app_name = "compare"
 
 urlpatterns = [
-    path("", compare_views.compare_runs, name="page"),
-    path("group/<int:group_id>/", compare_views.compare_group, name="group"),
-    path("cell/", compare_views.compare_cell, name="cell"),
-    path("diff/", compare_views.compare_diff, name="diff"),
-    path("save/", compare_views.compare_save, name="save"),
+    path("", views.compare_runs, name="page"),
+    path("group/<int:group_id>/", views.compare_group, name="group"),
+    path("cell/", views.compare_cell, name="cell"),
+    path("diff/", views.compare_diff, name="diff"),
+    path("save/", views.compare_save, name="save"),
 ]

@@ -19,7 +19,7 @@ def run_analyse(run_id: int, *, recompute_signals: bool = False) -> None:
     # A fork is judged on its whole trajectory, the parent's part included.
     records = run_history(run)
     policy = run.policy.as_policy() if run.policy_id else None
-    report = analyse(records, task=run.prompt, policy=policy, recompute_signals=recompute_signals)
+    report = analyse(records, task=run.goal, policy=policy, recompute_signals=recompute_signals)
     changed = []
     for record in records:
         row = rows.get(record.index)

@@ -66,7 +66,7 @@ class StopFlag:
 def watchdog_for(run: Run, history: list[StepRecord]) -> Watchdog:
     # No policy = watchdog off; it still computes the signals the timeline shows.
     policy = run.policy.as_policy() if run.policy_id else OFF_POLICY
-    watchdog = Watchdog(policy, goal=run.prompt)
+    watchdog = Watchdog(policy, goal=run.goal)
     # A resumed run: bring the detectors' state up to where the run stopped.
     for step in history:
         watchdog.observe(step)

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from runs.policies.models import Policy
 from tracing.normalize import search_tokens
+from tracing.steps import Trajectory
 
 
 class Task(models.Model):
@@ -73,6 +74,16 @@ class Document(models.Model):
         # Words and CJK bigrams (tracing.normalize), the units the search matches on.
         self.search_tokens = " ".join(dict.fromkeys(search_tokens(f"{self.title} {self.body}")))
         super().save(*args, **kwargs)
+
+
+def run_goal(prompt: str, settings: dict | None) -> str:
+    """The task as the agent was shown it, as tracing.steps.Trajectory.goal
+    reads it: an imported run keeps its trajectory's meta in its settings (the
+    environment's opening description, for ALFWorld). The watchdog, the
+    analysis and what-if judge a run against this goal, as the import and
+    `python -m tracing.detect` do."""
+    meta = (settings or {}).get("meta")
+    return Trajectory(run_id="", task=prompt, steps=[], meta=meta if isinstance(meta, dict) else {}).goal
 
 
 class RerunGroup(models.Model):
@@ -219,6 +230,10 @@ class Run(models.Model):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def goal(self) -> str:
+        return run_goal(self.prompt, self.settings)
 
     @property
     def duration_s(self) -> float | None:

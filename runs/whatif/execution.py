@@ -8,6 +8,7 @@ import time
 
 from django.db import connection, transaction
 
+from runs.launch.models import run_goal
 from runs.whatif.models import WhatIfJob
 from runs.whatif.replay import evaluate, group_steps
 from runs.whatif.selectors import snapshot_runs
@@ -30,7 +31,8 @@ def whatif_execute(job_id: int) -> WhatIfJob:
         policies = [WatchdogPolicy.from_dict(c) for c in job.policies]
         runs = snapshot_runs(job.filters, job.created_by).filter(id__lte=job.snapshot_max_run,
                                                                  finished_at__lte=job.snapshot_at)
-        goals = {pk: (prompt, success) for pk, prompt, success in runs.values_list("id", "prompt", "success")}
+        goals = {pk: (run_goal(prompt, settings), success)
+                 for pk, prompt, settings, success in runs.values_list("id", "prompt", "settings", "success")}
         labels = {int(k): [(s, lab) for s, lab in v] for k, v in job.labels.items()}
         WhatIfJob.objects.filter(pk=job_id).update(total_runs=len(goals))
 

@@ -126,3 +126,45 @@ def test_analyse_recomputes_signals_and_anchoring(db):
     assert "signals" in Step.objects.get(run=upload_run, index=0).meta
     with pytest.raises(CommandError, match="say which runs"):
         call_command("analyse")
+
+
+def test_an_imported_run_is_judged_against_one_goal_everywhere(user, monkeypatch):
+    """The import, a later re-analysis and what-if replay an imported run with the
+    goal its trajectory gives (task + the environment's opening description),
+    as `python -m tracing.detect` does."""
+    from runs.imports import services as imports
+    from runs.launch import analysis
+    from runs.launch.models import Run
+    from runs.whatif import execution
+    from runs.whatif.services import whatif_create
+    from tracing.steps import trajectory_from_dict
+
+    line = {"source": "alfworld", "run_id": "a1", "task": "put a clean mug on the desk", "success": False,
+            "meta": {"initial_observation": "You are in a kitchen. You see a mug and a sink."},
+            "steps": [{"index": 0, "kind": "action", "content": "go to sink", "args": "sink"},
+                      {"index": 1, "kind": "observation", "content": "You arrive at the sink."}]}
+    expected = trajectory_from_dict(line).goal
+    assert "kitchen" in expected
+    seen = []
+    real_analyse = imports.analyse
+
+    def spy(records, *, task, **kwargs):
+        seen.append(task)
+        return real_analyse(records, task=task, **kwargs)
+
+    monkeypatch.setattr(imports, "analyse", spy)
+    monkeypatch.setattr(analysis, "analyse", spy)
+    run_id = imports.import_lines([json.dumps(line)], owner=user).run_ids[0]
+    analysis.run_analyse(run_id, recompute_signals=True)
+    assert Run.objects.get(pk=run_id).goal == expected
+    real_evaluate = execution.evaluate
+
+    def evaluate(runs, *args, **kwargs):
+        runs = list(runs)
+        seen.extend(r.goal for r in runs)
+        return real_evaluate(runs, *args, **kwargs)
+
+    monkeypatch.setattr(execution, "evaluate", evaluate)
+    monkeypatch.setattr("runs.whatif.tasks.execute_whatif.apply_async", lambda *a, **k: None)
+    execution.whatif_execute(whatif_create(user=user, config={}).pk)
+    assert seen == [expected, expected, expected]
