@@ -178,6 +178,7 @@ def main() -> None:
     t0 = time.perf_counter()
     seed()
     from runs.reviews.models import ReviewItem, ReviewLabel
+    from runs.reviews.views import MORE_ROWS_ID
 
     print(f"seeded {ReviewItem.objects.count():,} interruptions of {N_RUNS:,} runs and "
           f"{ReviewLabel.objects.count():,} labels in {time.perf_counter() - t0:.1f} s")
@@ -188,7 +189,8 @@ def main() -> None:
     client.force_login(User.objects.get(username="bench"))
     deep = ReviewItem.objects.order_by("-created_at", "-id")[40_000]
     deep_u = ReviewItem.objects.order_by("-uncertainty", "-id")[40_000]
-    hx_rows = {"HX-Request": "true", "HX-Target": "review-rows"}
+    # The "older" link swaps its own row, which htmx names in HX-Target.
+    hx_rows = {"HX-Request": "true", "HX-Target": MORE_ROWS_ID}
     pages = {
         "queue, first page": ("/reviews/", None),
         "queue, most uncertain first": ("/reviews/?sort=uncertain", None),

@@ -2,9 +2,9 @@
 
 The insert and the run's summary update travel in one statement (a CTE), so a
 step and its summary can never disagree, and ON CONFLICT makes a re-delivered
-write of the same (run, index) a no-op instead of a duplicate. What a step adds
-to the summary is `tracing.summary.RunSummary`; the same UPDATE adds a batch's
-summary for ingestion (`add_to_summaries`).
+write of the same (run, index) a no-op instead of a duplicate. What steps add to
+their run's summary is one rule, `tracing.summary.RunSummary`: applied per step
+here, and per batch by `add_to_summaries` (ingestion).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from django.db import connection, transaction
 
 from tracing.models import get_run_model
 from tracing.steps import Step as StepRecord
-from tracing.summary import RunSummary, step_tokens
+from tracing.summary import RunSummary
 
 # One row per run: (run id, then RunSummary.delta()).
 _DELTA_ROW = ("(%s::bigint, %s::int, %s::bigint, %s::bigint, %s::float8, %s::int, %s::varchar[], %s::varchar[], "
@@ -43,14 +43,38 @@ FROM (VALUES {rows}) AS v(id, steps, prompt_tokens, completion_tokens, latency_m
                           context_steps, context_tokens, truncated_steps)
 WHERE r.id = v.id"""
 
-_INSERT_STEP_SQL = """
+# One step: the insert and what it adds to its run's summary (its RunSummary),
+# applied only when the step was inserted (not on a re-delivery). Scalars, not
+# arrays: a step adds at most one detector, tier, context turn and truncation,
+# and this statement runs once per step (bench/recording.py).
+_RECORD_SQL = """
 WITH ins AS (
     INSERT INTO tracing_step
         (run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at)
-    VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, now())
+    VALUES (%(run)s, %(index)s, %(kind)s, %(text)s, %(tool)s, %(args)s::jsonb, %(meta)s::jsonb, %(prompt)s,
+            %(completion)s, %(latency)s, now())
     ON CONFLICT (run_id, index) DO NOTHING
     RETURNING 1
-)"""
+)
+UPDATE {table} SET
+    step_count = step_count + 1,
+    prompt_tokens = prompt_tokens + %(prompt)s,
+    completion_tokens = completion_tokens + %(completion)s,
+    latency_ms = latency_ms + %(latency)s,
+    intervention_count = intervention_count + %(interventions)s,
+    intervention_detectors = CASE WHEN %(detector)s::varchar IS NOT NULL
+        AND NOT (%(detector)s::varchar = ANY(intervention_detectors))
+        THEN array_append(intervention_detectors, %(detector)s::varchar) ELSE intervention_detectors END,
+    intervention_tiers = CASE WHEN %(tier)s::varchar IS NOT NULL AND NOT (%(tier)s::varchar = ANY(intervention_tiers))
+        THEN array_append(intervention_tiers, %(tier)s::varchar) ELSE intervention_tiers END,
+    context_steps = CASE WHEN %(context_tokens)s::integer IS NOT NULL
+        THEN array_append(context_steps, %(index)s::integer) ELSE context_steps END,
+    context_tokens = CASE WHEN %(context_tokens)s::integer IS NOT NULL
+        THEN array_append(context_tokens, %(context_tokens)s::integer) ELSE context_tokens END,
+    truncated_steps = CASE WHEN %(truncated)s THEN array_append(truncated_steps, %(index)s::integer)
+        ELSE truncated_steps END
+WHERE id = %(run)s AND EXISTS (SELECT 1 FROM ins)
+"""
 
 # Postgres text cannot hold NUL; tool output sometimes does.
 _NUL = "\x00"
@@ -72,10 +96,7 @@ def clean_json(value) -> str | None:
 
 @cache
 def _record_sql() -> str:
-    # The summary is added only when the step was inserted (not a re-delivery).
-    table = connection.ops.quote_name(get_run_model()._meta.db_table)
-    return _INSERT_STEP_SQL + _SUMMARY_DELTA_SQL.format(table=table, rows=_DELTA_ROW) + \
-        " AND EXISTS (SELECT 1 FROM ins)"
+    return _RECORD_SQL.format(table=connection.ops.quote_name(get_run_model()._meta.db_table))
 
 
 def add_to_summaries(deltas: Sequence[tuple[int, RunSummary]]) -> None:
@@ -91,7 +112,7 @@ def add_to_summaries(deltas: Sequence[tuple[int, RunSummary]]) -> None:
 
 
 def record_step(run_id: int, step: StepRecord) -> None:
-    prompt_tokens, completion_tokens, latency_ms = step_tokens(step)
+    summary = RunSummary.of([step])
     with transaction.atomic(), connection.cursor() as cur:
         # A step is a trace record, not a payment: the commit need not wait for
         # the WAL flush (that wait was most of a step's cost, p95 9 ms -> see
@@ -99,14 +120,16 @@ def record_step(run_id: int, step: StepRecord) -> None:
         # second of steps but never corrupts or reorders them, and a re-delivered
         # run resumes from whatever was stored.
         cur.execute("SET LOCAL synchronous_commit TO OFF")
-        cur.execute(
-            _record_sql(),
-            [
-                run_id, step.index, step.kind, clean_text(step.text), clean_text(step.tool or ""),
-                clean_json(step.args), clean_json(step.meta or {}), prompt_tokens, completion_tokens, latency_ms,
-                run_id, *RunSummary.of([step]).delta(),
-            ],
-        )
+        cur.execute(_record_sql(), {
+            "run": run_id, "index": step.index, "kind": step.kind, "text": clean_text(step.text),
+            "tool": clean_text(step.tool or ""), "args": clean_json(step.args), "meta": clean_json(step.meta or {}),
+            "prompt": summary.prompt_tokens, "completion": summary.completion_tokens, "latency": summary.latency_ms,
+            "interventions": summary.interventions,
+            "detector": summary.detectors[0] if summary.detectors else None,
+            "tier": summary.tiers[0] if summary.tiers else None,
+            "context_tokens": summary.context_tokens[0] if summary.context_tokens else None,
+            "truncated": bool(summary.truncated_steps),
+        })
 
 
 class Recorder:
