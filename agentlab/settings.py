@@ -67,7 +67,8 @@ WSGI_APPLICATION = "agentlab.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Shared templates, then each feature package's own (runs/<feature>/templates).
+        "DIRS": [BASE_DIR / "templates", *sorted(BASE_DIR.glob("runs/*/templates"))],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -4,20 +4,15 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from agentlab import views as agentlab_views
-from runs import dashboard_views, policy_views, whatif_views
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="runs:list", permanent=False)),
     path("runs/", include("runs.urls")),
-    path("compare/", include("runs.compare_urls")),
-    path("reviews/", include("runs.review_urls")),
-    path("dashboard/", dashboard_views.dashboard_page, name="dashboard"),
-    path("whatif/", whatif_views.whatif_new, name="whatif_new"),
-    path("whatif/<int:job_id>/", whatif_views.whatif_job, name="whatif_job"),
-    path("whatif/<int:job_id>/save/<int:position>/", whatif_views.whatif_save, name="whatif_save"),
-    path("policies/", policy_views.policy_list, name="policy_list"),
-    path("policies/new/", policy_views.policy_edit, name="policy_new"),
-    path("policies/<slug:name>/edit/", policy_views.policy_edit, name="policy_edit"),
+    path("compare/", include("runs.compare.urls")),
+    path("reviews/", include("runs.reviews.urls")),
+    path("dashboard/", include("runs.dashboard.urls")),
+    path("whatif/", include("runs.whatif.urls")),
+    path("policies/", include("runs.policies.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -39,46 +39,37 @@ def _esc(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r").replace("\x00", "")
 
 
-def seed() -> None:
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
-    from django.db import connection
+_RUN_COLUMNS = ("id, prompt, source, provider, model_name, base_url, temperature, mode, max_steps, max_tokens, "
+                "settings, status, stop_requested, stopped_by, reason, final_answer, success, created_at, started_at, "
+                "finished_at, celery_id, step_count, prompt_tokens, completion_tokens, latency_ms, intervention_count, "
+                "intervention_detectors, intervention_tiers, first_anchor_break, anchor_reason, anchor_evidence, "
+                "context_steps, context_tokens, truncated_steps")
+_DETECTORS = ["repetition", "observation", "stagnation", "drift", "budget", "user"]
 
-    from tracing.steps import read_jsonl
 
-    call_command("loaddemo", verbosity=0)
-    User.objects.create_user("bench", password="bench")
-    trajectories = [t for path in sorted(_django.EVAL_DIR.glob("*/runs.jsonl")) for t in read_jsonl(path)]
-    rng = random.Random(3)
-    dets = ["repetition", "observation", "stagnation", "drift", "budget", "user"]
-    runs = io.StringIO()
-    for i in range(N_RUNS):
-        real = i < N_REAL
-        traj = trajectories[i % len(trajectories)] if real else None
-        steps = len(traj.steps) if real else rng.randint(3, 40)
-        d = rng.sample(dets, k=rng.choice([0, 0, 0, 1, 2]))
-        tiers = sorted({rng.choice(["hint", "redirect", "stop"]) for _ in d})
-        success = (traj.success if real else rng.random() < 0.5)
-        day = 1 + (i % 28)
-        created = f"2026-11-{day:02d} {i % 24:02d}:{i % 60:02d}:00+00"
-        runs.write("\t".join([
-            str(i + 1), _esc(traj.task[:2000]) if real else f"q{i}", "import" if real else "agentlab", "sim",
-            rng.choice(["sim", "gpt-4o-mini", "gemma-3-270m"]), "", "0.7", rng.choice(["tools", "text"]), "30",
-            "20000", "{}", "succeeded", "f", "max_steps" if "budget" in d else "", "", "", "t" if success else "f",
-            created, created, created, "", str(steps), str(steps * 300), str(steps * 40), str(steps * 50.0),
-            str(len(d)), "{" + ",".join(d) + "}", "{" + ",".join(tiers) + "}",
-            str(rng.randint(1, steps)) if rng.random() < 0.2 else "\\N", "", "{}",
-            "{" + ",".join(str(j) for j in range(0, steps, 3)) + "}",
-            "{" + ",".join(str(300 + 120 * k) for k in range(len(range(0, steps, 3)))) + "}",
-            "{" + ",".join(str(j) for j in range(2, steps, 3) if rng.random() < 0.05) + "}",
-        ]) + "\n")
-    _copy("runs_run", "id, prompt, source, provider, model_name, base_url, temperature, mode, max_steps, max_tokens, "
-          "settings, status, stop_requested, stopped_by, reason, final_answer, success, created_at, started_at, "
-          "finished_at, celery_id, step_count, prompt_tokens, completion_tokens, latency_ms, intervention_count, "
-          "intervention_detectors, intervention_tiers, first_anchor_break, anchor_reason, anchor_evidence, "
-          "context_steps, context_tokens, truncated_steps", runs)
-    with connection.cursor() as cur:
-        cur.execute("SELECT setval('runs_run_id_seq', %s)", [N_RUNS + 1])
+def _run_row(i: int, traj, rng: random.Random) -> str:
+    """Run i's summary row as the recorder keeps it (a real trajectory's for the first N_REAL)."""
+    real = traj is not None
+    steps = len(traj.steps) if real else rng.randint(3, 40)
+    d = rng.sample(_DETECTORS, k=rng.choice([0, 0, 0, 1, 2]))
+    tiers = sorted({rng.choice(["hint", "redirect", "stop"]) for _ in d})
+    success = (traj.success if real else rng.random() < 0.5)
+    day = 1 + (i % 28)
+    created = f"2026-11-{day:02d} {i % 24:02d}:{i % 60:02d}:00+00"
+    return "\t".join([
+        str(i + 1), _esc(traj.task[:2000]) if real else f"q{i}", "import" if real else "agentlab", "sim",
+        rng.choice(["sim", "gpt-4o-mini", "gemma-3-270m"]), "", "0.7", rng.choice(["tools", "text"]), "30",
+        "20000", "{}", "succeeded", "f", "max_steps" if "budget" in d else "", "", "", "t" if success else "f",
+        created, created, created, "", str(steps), str(steps * 300), str(steps * 40), str(steps * 50.0),
+        str(len(d)), "{" + ",".join(d) + "}", "{" + ",".join(tiers) + "}",
+        str(rng.randint(1, steps)) if rng.random() < 0.2 else "\\N", "", "{}",
+        "{" + ",".join(str(j) for j in range(0, steps, 3)) + "}",
+        "{" + ",".join(str(300 + 120 * k) for k in range(len(range(0, steps, 3)))) + "}",
+        "{" + ",".join(str(j) for j in range(2, steps, 3) if rng.random() < 0.05) + "}",
+    ]) + "\n"
+
+
+def _seed_steps(trajectories: list) -> int:
     written = 0
     buf = io.StringIO()
     for i in range(N_RUNS):
@@ -99,6 +90,27 @@ def seed() -> None:
             buf = io.StringIO()
     _copy("tracing_step", "run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, "
           "created_at", buf)
+    return written
+
+
+def seed() -> None:
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.db import connection
+
+    from tracing.steps import read_jsonl
+
+    call_command("loaddemo", verbosity=0)
+    User.objects.create_user("bench", password="bench")
+    trajectories = [t for path in sorted(_django.EVAL_DIR.glob("*/runs.jsonl")) for t in read_jsonl(path)]
+    rng = random.Random(3)
+    runs = io.StringIO()
+    for i in range(N_RUNS):
+        runs.write(_run_row(i, trajectories[i % len(trajectories)] if i < N_REAL else None, rng))
+    _copy("runs_run", _RUN_COLUMNS, runs)
+    with connection.cursor() as cur:
+        cur.execute("SELECT setval('runs_run_id_seq', %s)", [N_RUNS + 1])
+    written = _seed_steps(trajectories)
     with connection.cursor() as cur:
         cur.execute("ANALYZE")
     print(f"seeded {N_RUNS} runs, {written} steps ({N_REAL} runs with real trajectories)")
@@ -132,17 +144,18 @@ def main() -> None:
 
     from unittest import mock
 
-    from runs.whatif_service import whatif_create, whatif_execute
+    from runs.whatif.execution import whatif_execute
+    from runs.whatif.services import whatif_create
 
     user = User.objects.get(username="bench")
-    with mock.patch("runs.tasks.execute_whatif.apply_async"):
+    with mock.patch("runs.whatif.tasks.execute_whatif.apply_async"):
         job = whatif_create(user=user, config={}, sweep_path="ladder.stop_streak", sweep_values=[10],
                             filters={"source": "import"})
     t = time.perf_counter()
     job = whatif_execute(job.pk)
     print(f"what-if, 1 policy over {job.total_runs} runs: {time.perf_counter() - t:.1f} s  (target <= 20 s) "
           f"status {job.status} {job.error}")
-    with mock.patch("runs.tasks.execute_whatif.apply_async"):
+    with mock.patch("runs.whatif.tasks.execute_whatif.apply_async"):
         job = whatif_create(user=user, config={}, sweep_path="ladder.stop_streak", sweep_values=[6, 10, 14],
                             filters={"source": "import"})
     t = time.perf_counter()

@@ -168,8 +168,9 @@ def _raw_copy(trajectories, owner) -> float:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from runs.models import Run
-    from tracing.ingest.writes import _clean, _json
+    from runs.launch.models import Run
+    from tracing.recorder import clean_json as _json
+    from tracing.recorder import clean_text as _clean
 
     runs = [Run(owner=owner, prompt=t.task, provider="import", source="copy", status="succeeded")
             for t in trajectories]
@@ -210,12 +211,12 @@ def _latencies(base: str, token: str) -> dict[int, tuple[float, float]]:
 
 def _analysis_cost(owner, trajectories) -> float:
     """Seconds per run for signals + anchor break on finish (what `"analyse": true` adds)."""
-    from runs.models import Run
-    from tracing.ingest.services import analyse_runs
+    from runs.launch.models import Run
+    from tracing.ingest.services import runs_ended
 
     sample = list(Run.objects.filter(owner=owner, source="api").order_by("pk").values_list("pk", flat=True)[:200])
     started = time.perf_counter()
-    analyse_runs(sample)
+    runs_ended(sample)
     return (time.perf_counter() - started) / max(1, len(sample))
 
 

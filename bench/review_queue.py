@@ -37,13 +37,8 @@ def _copy(table: str, cols: str, buf: io.StringIO) -> None:
 
 
 def seed() -> None:
+    """Runs, steps, review items and labels of the scratch database."""
     from django.contrib.auth.models import Permission, User
-    from django.db import connection
-    from django.utils import timezone
-
-    from runs.models import Policy, Run, Task
-    from runs.reviews import threshold_snapshot
-    from tracing.watchdog import DEFAULT_POLICY
 
     perm = Permission.objects.get(codename="label_interruption")
     reviewers = []
@@ -51,11 +46,22 @@ def seed() -> None:
         u = User.objects.create_user(name, password="bench")
         u.user_permissions.add(perm)
         reviewers.append(u)
+    rng = random.Random(11)
+    _seed_steps_and_items(_seed_runs(rng), rng)
+    _seed_labels(reviewers, rng)
+
+
+def _seed_runs(rng: random.Random) -> list[tuple]:
+    from django.db import connection
+    from django.utils import timezone
+
+    from runs.launch.models import Run, Task
+    from runs.policies.models import Policy
+
     tasks = [Task.objects.create(slug=f"task-{i}", title=f"Task {i}", prompt=f"Question {i}?", gold_answer="x")
              for i in range(25)]
     policies = [Policy.objects.get_or_create(name="default", version=1, defaults={"config": {}})[0],
                 Policy.objects.get_or_create(name="strict", version=2, defaults={"config": {}})[0]]
-    rng = random.Random(11)
     t0 = timezone.now() - timezone.timedelta(days=200)
     runs = []
     for i in range(N_RUNS):
@@ -67,23 +73,42 @@ def seed() -> None:
     # created_at is auto_now_add: spread it over 200 days so "newest" means something.
     with connection.cursor() as cur:
         cur.execute("UPDATE runs_run SET created_at = %s + (id %% 200000) * interval '86 seconds'", [t0])
-    runs = list(Run.objects.order_by("pk").values_list("pk", "task_id", "model_name", "policy__name",
-                                                           "policy__version", "status", "created_at"))
-    values = {"repetition_similarity": DEFAULT_POLICY.thresholds.repetition_similarity, "invalid_run": 2,
-              "drift_patience": 2}
+    return list(Run.objects.order_by("pk").values_list("pk", "task_id", "model_name", "policy__name",
+                                                         "policy__version", "status", "created_at"))
+
+
+# The threshold each detector's interruptions record (tracing.watchdog): its
+# name and value, and the score of the evidence that met it.
+THRESHOLDS = {"repetition": ("thresholds.repetition_similarity", 0.8, "similarity"),
+              "observation": ("windows.invalid_run", 2, "invalid_run"),
+              "drift": ("windows.drift_patience", 2, "stalled"),
+              "stagnation": ("ladder.stop_streak", 6, "streak")}
+
+
+def _evidence(detector: str, rng: random.Random, index: int, pname: str, pversion: int) -> dict:
+    scores = {"similarity": round(rng.uniform(0.8, 1.0), 3), "invalid_run": rng.randint(2, 4),
+              "stalled": rng.randint(2, 4), "streak": rng.randint(6, 9), "k": 6}
+    if detector == "budget":
+        return {"limit": "max_steps", "turns": 30, "max_steps": 30}
+    name, value, score = THRESHOLDS[detector]
+    return {"detector": detector, "scores": scores, "steps": [1, index], "policy": pname, "policy_version": pversion,
+            "threshold": {"name": name, "value": value, "score": scores[score], "op": ">="}}
+
+
+def _seed_steps_and_items(runs: list[tuple], rng: random.Random) -> None:
+    from django.utils import timezone
+
+    from runs.reviews.priors import threshold_snapshot
+
     steps, items = io.StringIO(), io.StringIO()
     for run_id, task_id, model, pname, pversion, status, created in runs:
         for index in range(STEPS):
             at = created + timezone.timedelta(seconds=index)
             if index in INTERRUPTIONS:
                 detector, tier = INTERRUPTIONS[index]
-                scores = {"similarity": round(rng.uniform(0.8, 1.0), 3), "invalid_run": rng.randint(2, 4),
-                          "stalled": rng.randint(2, 4), "streak": rng.randint(6, 9), "k": 6}
-                evidence = ({"limit": "max_steps", "turns": 30, "max_steps": 30} if detector == "budget" else
-                            {"detector": detector, "scores": scores, "steps": [1, index], "policy": pname,
-                             "policy_version": pversion})
+                evidence = _evidence(detector, rng, index, pname, pversion)
                 meta = {"detector": detector, "tier": tier, "evidence": evidence}
-                key, snapshot, prior = threshold_snapshot(detector, evidence, values)
+                key, snapshot, prior = threshold_snapshot(detector, evidence)
                 steps.write(f"{run_id}\t{index}\tintervention\tThe watchdog says: change approach.\t\t\\N\t"
                             f"{json.dumps(meta)}\t0\t0\t0\t{at.isoformat()}\n")
                 items.write("\t".join([
@@ -101,9 +126,15 @@ def seed() -> None:
     _copy("runs_reviewitem", "run_id, step_index, detector, tier, policy_name, policy_version, threshold, thresholds, "
           "task_id, model_name, run_status, created_at, label, label_count, prior, uncertainty, fork_id, "
           "fork_outcome, fork_turns, fork_reason", items)
-    # Labels: one reviewer on a fifth of the items, two on a twentieth; the
-    # items' denormalised state is then set from them in one statement.
-    from runs.review_models import ReviewItem
+
+
+def _seed_labels(reviewers: list, rng: random.Random) -> None:
+    """One reviewer on a fifth of the items, two on a twentieth; the items'
+    denormalised state is then set from them in one statement."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from runs.reviews.models import ReviewItem
 
     ids = list(ReviewItem.objects.values_list("pk", flat=True))
     labels = io.StringIO()
@@ -146,7 +177,8 @@ def main() -> None:
     _django.ensure_database(DB)
     t0 = time.perf_counter()
     seed()
-    from runs.review_models import ReviewItem, ReviewLabel
+    from runs.reviews.models import ReviewItem, ReviewLabel
+    from runs.reviews.views import MORE_ROWS_ID
 
     print(f"seeded {ReviewItem.objects.count():,} interruptions of {N_RUNS:,} runs and "
           f"{ReviewLabel.objects.count():,} labels in {time.perf_counter() - t0:.1f} s")
@@ -157,7 +189,8 @@ def main() -> None:
     client.force_login(User.objects.get(username="bench"))
     deep = ReviewItem.objects.order_by("-created_at", "-id")[40_000]
     deep_u = ReviewItem.objects.order_by("-uncertainty", "-id")[40_000]
-    hx_rows = {"HX-Request": "true", "HX-Target": "review-rows"}
+    # The "older" link swaps its own row, which htmx names in HX-Target.
+    hx_rows = {"HX-Request": "true", "HX-Target": MORE_ROWS_ID}
     pages = {
         "queue, first page": ("/reviews/", None),
         "queue, most uncertain first": ("/reviews/?sort=uncertain", None),

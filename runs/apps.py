@@ -3,3 +3,11 @@ from django.apps import AppConfig
 
 class RunsConfig(AppConfig):
     name = "runs"
+
+    def ready(self) -> None:
+        # Receivers import models, so they are connected once the models are
+        # loaded: Django's rule for signals, not a way around an import circle.
+        from runs.lifecycle import on_run_ended
+        from tracing.signals import run_ended
+
+        run_ended.connect(on_run_ended, dispatch_uid="runs.lifecycle.on_run_ended")

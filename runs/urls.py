@@ -1,13 +1,16 @@
+"""The `runs` namespace: the run list and run pages, new runs, imports."""
+
 from django.urls import path
 
-from runs import views
+from runs.imports.views import run_import
+from runs.launch import views
 
 app_name = "runs"
 
 urlpatterns = [
     path("", views.run_list, name="list"),
     path("new/", views.run_new, name="new"),
-    path("import/", views.run_import, name="import"),
+    path("import/", run_import, name="import"),
     path("<int:run_id>/", views.run_detail, name="detail"),
     path("<int:run_id>/steps/", views.run_steps, name="steps"),
     path("<int:run_id>/stop/", views.run_stop, name="stop"),

@@ -1,8 +1,7 @@
-// Review queue: j/k move through the list, 1/2/3 label the open item, the
-// false-kill chart is drawn from its json_script data, and errors from the
-// htmx endpoints (403, 400) are shown instead of silently dropped.
+// Review queue: j/k move through the list, 1/2/3 label the open item, and
+// errors from the htmx endpoints (403, 400) are shown instead of silently
+// dropped. The false-kill chart is drawn by static/charts.js.
 (function () {
-  const CONFIG = {displayModeBar: false, responsive: true};
   let advanceAfterLabel = false;
   let moveAfterMore = false; // j pressed on the last loaded row
 
@@ -92,33 +91,8 @@
     if (moveAfterMore && selectedRow()) {
       moveAfterMore = false; // the next page arrived: carry on down the list
       move(+1);
-      return;
     }
-    drawCharts(event.detail.elt);
   });
 
-  function drawCharts(root) {
-    if (!root || !root.querySelectorAll) return;
-    root.querySelectorAll("[data-review-chart]").forEach((div) => {
-      const data = document.getElementById(div.dataset.reviewChart);
-      if (!data) return;
-      const c = JSON.parse(data.textContent);
-      window.agentlabCharts.withPlotly(() => {
-        Plotly.react(div, [
-          {type: "bar", name: "false-kill rate", x: c.keys, y: c.rate, marker: {color: "#b3261e"},
-           customdata: c.labelled, hovertemplate: "%{x}<br>false-kill rate %{y:.2f}<br>%{customdata} labelled<extra></extra>"},
-          {type: "bar", name: "forks of stopped runs that succeeded", x: c.keys, y: c.fork_rate, marker: {color: "#1f7a4d"},
-           hovertemplate: "%{x}<br>fork success %{y:.2f}<extra></extra>"},
-        ], {
-          barmode: "group", margin: {l: 40, r: 10, t: 10, b: 80}, yaxis: {range: [0, 1], tickformat: ".0%"},
-          legend: {orientation: "h", y: 1.12}, font: {size: 11},
-        }, CONFIG);
-      });
-    });
-  }
-
-  document.addEventListener("DOMContentLoaded", () => {
-    drawCharts(document);
-    markSelected();
-  });
+  document.addEventListener("DOMContentLoaded", markSelected);
 })();

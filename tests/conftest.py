@@ -7,14 +7,16 @@ import pytest
 _counter = itertools.count()
 
 
+# No password: the tests sign in with force_login, and hashing one (PBKDF2, a
+# million rounds) costs a third of a second per user.
 @pytest.fixture
 def user(django_user_model):
-    return django_user_model.objects.create_user("alice", password="pw")
+    return django_user_model.objects.create_user("alice")
 
 
 @pytest.fixture
 def other_user(django_user_model):
-    return django_user_model.objects.create_user("bob", password="pw")
+    return django_user_model.objects.create_user("bob")
 
 
 @pytest.fixture
@@ -25,7 +27,7 @@ def auth_client(client, user):
 
 @pytest.fixture
 def task(db):
-    from runs.models import Task
+    from runs.launch.models import Task
 
     return Task.objects.create(
         slug="capital-demo", title="Capital demo", prompt="What is the capital of Freedonia?", gold_answer="Fredville"
@@ -35,7 +37,7 @@ def task(db):
 @pytest.fixture
 def make_run(db, task, user):
     # Imported here so the Django-free tests can run with `-p no:django`.
-    from runs.models import Run
+    from runs.launch.models import Run
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord
 
@@ -98,9 +100,10 @@ def looping_run(db, user):
     search in circles under the default policy, so the watchdog interrupts it."""
     from django.core.management import call_command
 
-    from runs import services
     from runs.agent.sim_server import sim_client
-    from runs.models import Policy, Task
+    from runs.launch import execution, services
+    from runs.launch.models import Task
+    from runs.policies.models import Policy
 
     call_command("loaddemo", verbosity=0)
     task = Task.objects.get(slug="tollby-playhouse-seats")
@@ -109,4 +112,4 @@ def looping_run(db, user):
                             settings={"sim": {"rephrase": 1.0, "ignore_hint": 0.0, "forget": 0, "early_finish": 0,
                                               "wrong_premise": 0}},
                             policy=Policy.objects.get(name="default"))
-    return services.run_execute(run_id=services.run_create(owner=user, spec=spec).pk, client=sim_client())
+    return execution.run_execute(run_id=services.run_create(owner=user, spec=spec).pk, client=sim_client())

@@ -515,8 +515,11 @@ def _nw(
             cur[j] = left
         prev = cur
         trace.append(tb)
+    return _traceback(trace, n, m)
 
-    # Traceback from the end of the reversed sequences = the start of the originals.
+
+def _traceback(trace: list[bytearray], n: int, m: int) -> list[tuple[int | None, int | None]]:
+    """The alignment path from the end of the reversed sequences = the start of the originals."""
     path: list[tuple[int | None, int | None]] = []
     i, j = n, m
     while i > 0 or j > 0:

@@ -19,13 +19,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from runs.models import Run
 from tracing.ingest import services
 from tracing.ingest.jsonapi import ApiError, load_json, parse_finish, parse_runs, parse_steps
 from tracing.ingest.openapi import openapi_spec
 from tracing.ingest.otlp import OtlpError, decode_json, decode_protobuf
 from tracing.ingest.writes import token_create, token_revoke, token_user
-from tracing.models import ApiToken
+from tracing.models import ApiToken, get_run_model
 
 # The OTLP default exporters send up to 512 spans a batch; 20 MiB leaves room
 # for long prompts in every span while bounding one request's memory.
@@ -109,7 +108,7 @@ def api_endpoint(view: Callable) -> Callable:
     return wrapper
 
 
-def _run_summary(run: Run) -> dict:
+def _run_summary(run) -> dict:
     return {
         "id": run.pk, "status": run.status, "source": run.source, "model": run.model_name, "prompt": run.prompt,
         "step_count": run.step_count, "prompt_tokens": run.prompt_tokens,
@@ -131,7 +130,7 @@ def runs_create(request: HttpRequest, user) -> HttpResponse:
 @require_GET
 @api_endpoint
 def run_show(request: HttpRequest, user, run_id: int) -> HttpResponse:
-    run = Run.objects.filter(pk=run_id, owner=user).first()
+    run = get_run_model().objects.filter(pk=run_id, owner=user).first()
     if run is None:
         raise ApiError(f"run {run_id} not found", 404)
     return JsonResponse(_run_summary(run))

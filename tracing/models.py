@@ -1,9 +1,21 @@
 from __future__ import annotations
 
+import json
+
+from django.apps import apps
 from django.conf import settings
 from django.db import models
 
 from tracing.steps import Step as StepRecord
+
+# The model that holds runs and their summary columns. tracing records into it
+# but never imports the app that defines it (DESIGN.md 3): like the user model,
+# it is named, and the app that owns it reacts to tracing.signals.
+RUN_MODEL = getattr(settings, "TRACING_RUN_MODEL", "runs.Run")
+
+
+def get_run_model() -> type[models.Model]:
+    return apps.get_model(RUN_MODEL)
 
 
 class Step(models.Model):
@@ -21,7 +33,7 @@ class Step(models.Model):
         INTERVENTION = "intervention"
         ERROR = "error"
 
-    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="steps")
+    run = models.ForeignKey(RUN_MODEL, on_delete=models.CASCADE, related_name="steps")
     index = models.PositiveIntegerField()
     kind = models.CharField(max_length=12, choices=Kind.choices)
     text = models.TextField(blank=True)
@@ -59,8 +71,6 @@ class Step(models.Model):
             return ""
         if isinstance(self.args, str):
             return self.args
-        import json
-
         return json.dumps(self.args, ensure_ascii=False, sort_keys=True)
 
 
@@ -107,7 +117,7 @@ class ExternalRun(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     source = models.CharField(max_length=8, choices=Source.choices)
     external_id = models.CharField(max_length=200)
-    run = models.OneToOneField("runs.Run", on_delete=models.CASCADE, related_name="external")
+    run = models.OneToOneField(RUN_MODEL, on_delete=models.CASCADE, related_name="external")
     state = models.JSONField(default=dict, blank=True)
     span_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

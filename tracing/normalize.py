@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -221,3 +223,14 @@ def features(toks: list[str]) -> set[str]:
     feats = set(toks)
     feats.update(a + " " + b for a, b in zip(toks, toks[1:], strict=False))
     return feats
+
+
+def search_tokens(text: str | None) -> list[str]:
+    """Tokens of a search query or a document, in order, duplicates kept: the
+    rules of :func:`content_tokens` over the whole text, after NFKC so
+    full-width letters and digits search as their plain selves. Both search
+    backends (Postgres and the in-memory corpus) and the simulated model's
+    task matching tokenise with it."""
+    if not text:
+        return []
+    return content_tokens(unicodedata.normalize("NFKC", text), max_chars=sys.maxsize)

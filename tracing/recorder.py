@@ -2,70 +2,117 @@
 
 The insert and the run's summary update travel in one statement (a CTE), so a
 step and its summary can never disagree, and ON CONFLICT makes a re-delivered
-write of the same (run, index) a no-op instead of a duplicate.
+write of the same (run, index) a no-op instead of a duplicate. What steps add to
+their run's summary is one rule, `tracing.summary.RunSummary`: applied per step
+here, and per batch by `add_to_summaries` (ingestion).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from functools import cache
 
 from django.db import connection, transaction
 
+from tracing.models import get_run_model
 from tracing.steps import Step as StepRecord
+from tracing.summary import RunSummary
 
+# One row per run: (run id, then RunSummary.delta()).
+_DELTA_ROW = ("(%s::bigint, %s::int, %s::bigint, %s::bigint, %s::float8, %s::int, %s::varchar[], %s::varchar[], "
+              "%s::int[], %s::int[], %s::int[])")
+
+# Adds summaries to their runs. Detectors and tiers are appended in order of
+# first appearance, each once; the context-pressure arrays are appended as is.
+_SUMMARY_DELTA_SQL = """
+UPDATE {table} r SET
+    step_count = r.step_count + v.steps,
+    prompt_tokens = r.prompt_tokens + v.prompt_tokens,
+    completion_tokens = r.completion_tokens + v.completion_tokens,
+    latency_ms = r.latency_ms + v.latency_ms,
+    intervention_count = r.intervention_count + v.interventions,
+    intervention_detectors = r.intervention_detectors || ARRAY(SELECT x FROM unnest(v.detectors)
+        WITH ORDINALITY AS t(x, o) WHERE NOT x = ANY(r.intervention_detectors) ORDER BY o)::varchar(40)[],
+    intervention_tiers = r.intervention_tiers || ARRAY(SELECT x FROM unnest(v.tiers)
+        WITH ORDINALITY AS t(x, o) WHERE NOT x = ANY(r.intervention_tiers) ORDER BY o)::varchar(10)[],
+    context_steps = r.context_steps || v.context_steps,
+    context_tokens = r.context_tokens || v.context_tokens,
+    truncated_steps = r.truncated_steps || v.truncated_steps
+FROM (VALUES {rows}) AS v(id, steps, prompt_tokens, completion_tokens, latency_ms, interventions, detectors, tiers,
+                          context_steps, context_tokens, truncated_steps)
+WHERE r.id = v.id"""
+
+# One step: the insert and what it adds to its run's summary (its RunSummary),
+# applied only when the step was inserted (not on a re-delivery). Scalars, not
+# arrays: a step adds at most one detector, tier, context turn and truncation,
+# and this statement runs once per step (bench/recording.py).
 _RECORD_SQL = """
 WITH ins AS (
     INSERT INTO tracing_step
         (run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at)
-    VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, now())
+    VALUES (%(run)s, %(index)s, %(kind)s, %(text)s, %(tool)s, %(args)s::jsonb, %(meta)s::jsonb, %(prompt)s,
+            %(completion)s, %(latency)s, now())
     ON CONFLICT (run_id, index) DO NOTHING
-    RETURNING prompt_tokens, completion_tokens, latency_ms
+    RETURNING 1
 )
-UPDATE runs_run SET
-    step_count = step_count + (SELECT count(*) FROM ins),
-    prompt_tokens = prompt_tokens + COALESCE((SELECT sum(prompt_tokens) FROM ins), 0),
-    completion_tokens = completion_tokens + COALESCE((SELECT sum(completion_tokens) FROM ins), 0),
-    latency_ms = latency_ms + COALESCE((SELECT sum(latency_ms) FROM ins), 0),
-    intervention_count = intervention_count + (SELECT count(*) FROM ins WHERE %s),
-    intervention_detectors = CASE
-        WHEN EXISTS (SELECT 1 FROM ins) AND %s::varchar IS NOT NULL AND NOT (%s::varchar = ANY(intervention_detectors))
-        THEN array_append(intervention_detectors, %s::varchar) ELSE intervention_detectors END,
-    intervention_tiers = CASE
-        WHEN EXISTS (SELECT 1 FROM ins) AND %s::varchar IS NOT NULL AND NOT (%s::varchar = ANY(intervention_tiers))
-        THEN array_append(intervention_tiers, %s::varchar) ELSE intervention_tiers END,
-    context_steps = CASE WHEN %s AND EXISTS (SELECT 1 FROM ins)
-        THEN array_append(context_steps, %s::integer) ELSE context_steps END,
-    context_tokens = CASE WHEN %s AND EXISTS (SELECT 1 FROM ins)
-        THEN array_append(context_tokens, %s::integer) ELSE context_tokens END,
-    truncated_steps = CASE WHEN %s AND EXISTS (SELECT 1 FROM ins)
-        THEN array_append(truncated_steps, %s::integer) ELSE truncated_steps END
-WHERE id = %s
+UPDATE {table} SET
+    step_count = step_count + 1,
+    prompt_tokens = prompt_tokens + %(prompt)s,
+    completion_tokens = completion_tokens + %(completion)s,
+    latency_ms = latency_ms + %(latency)s,
+    intervention_count = intervention_count + %(interventions)s,
+    intervention_detectors = CASE WHEN %(detector)s::varchar IS NOT NULL
+        AND NOT (%(detector)s::varchar = ANY(intervention_detectors))
+        THEN array_append(intervention_detectors, %(detector)s::varchar) ELSE intervention_detectors END,
+    intervention_tiers = CASE WHEN %(tier)s::varchar IS NOT NULL AND NOT (%(tier)s::varchar = ANY(intervention_tiers))
+        THEN array_append(intervention_tiers, %(tier)s::varchar) ELSE intervention_tiers END,
+    context_steps = CASE WHEN %(context_tokens)s::integer IS NOT NULL
+        THEN array_append(context_steps, %(index)s::integer) ELSE context_steps END,
+    context_tokens = CASE WHEN %(context_tokens)s::integer IS NOT NULL
+        THEN array_append(context_tokens, %(context_tokens)s::integer) ELSE context_tokens END,
+    truncated_steps = CASE WHEN %(truncated)s THEN array_append(truncated_steps, %(index)s::integer)
+        ELSE truncated_steps END
+WHERE id = %(run)s AND EXISTS (SELECT 1 FROM ins)
 """
 
 # Postgres text cannot hold NUL; tool output sometimes does.
 _NUL = "\x00"
 
 
-def _clean(text: str | None) -> str:
+def clean_text(text: str | None) -> str:
     if not text:
         return ""
-    return text.replace(_NUL, "\ufffd")
+    return text.replace(_NUL, "\ufffd") if _NUL in text else text
 
 
-def _json(value) -> str | None:
+def clean_json(value) -> str | None:
     if value is None:
         return None
     # jsonb rejects the \u0000 escape as well as a raw NUL.
-    return json.dumps(value, ensure_ascii=False, default=str).replace("\\u0000", "\\ufffd")
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text.replace("\\u0000", "\\ufffd") if "\\u0000" in text else text
+
+
+@cache
+def _record_sql() -> str:
+    return _RECORD_SQL.format(table=connection.ops.quote_name(get_run_model()._meta.db_table))
+
+
+def add_to_summaries(deltas: Sequence[tuple[int, RunSummary]]) -> None:
+    """Add each batch's summary to its run's columns, all runs in one statement
+    (bulk writers: COPY has no RETURNING to do it per step)."""
+    deltas = [(run_id, d) for run_id, d in deltas if d.steps]
+    if not deltas:
+        return
+    table = connection.ops.quote_name(get_run_model()._meta.db_table)
+    sql = _SUMMARY_DELTA_SQL.format(table=table, rows=", ".join([_DELTA_ROW] * len(deltas)))
+    with connection.cursor() as cur:
+        cur.execute(sql, [v for run_id, d in deltas for v in (run_id, *d.delta())])
 
 
 def record_step(run_id: int, step: StepRecord) -> None:
-    is_intervention = step.kind == "intervention"
-    meta = step.meta or {}
-    detector = str(meta.get("detector") or "watchdog")[:40] if is_intervention else None
-    tier = str(meta.get("tier") or "")[:10] or None if is_intervention else None
-    prompt_tokens = max(0, int(step.prompt_tokens or 0))
-    truncated = step.kind == "observation" and bool(meta.get("truncated"))
+    summary = RunSummary.of([step])
     with transaction.atomic(), connection.cursor() as cur:
         # A step is a trace record, not a payment: the commit need not wait for
         # the WAL flush (that wait was most of a step's cost, p95 9 ms -> see
@@ -73,28 +120,16 @@ def record_step(run_id: int, step: StepRecord) -> None:
         # second of steps but never corrupts or reorders them, and a re-delivered
         # run resumes from whatever was stored.
         cur.execute("SET LOCAL synchronous_commit TO OFF")
-        cur.execute(
-            _RECORD_SQL,
-            [
-                run_id,
-                step.index,
-                step.kind,
-                _clean(step.text),
-                _clean(step.tool or ""),
-                _json(step.args),
-                _json(step.meta or {}),
-                max(0, int(step.prompt_tokens or 0)),
-                max(0, int(step.completion_tokens or 0)),
-                max(0.0, float(step.latency_ms or 0.0)),
-                is_intervention,
-                detector, detector, detector,
-                tier, tier, tier,
-                prompt_tokens > 0, step.index,
-                prompt_tokens > 0, prompt_tokens,
-                truncated, step.index,
-                run_id,
-            ],
-        )
+        cur.execute(_record_sql(), {
+            "run": run_id, "index": step.index, "kind": step.kind, "text": clean_text(step.text),
+            "tool": clean_text(step.tool or ""), "args": clean_json(step.args), "meta": clean_json(step.meta or {}),
+            "prompt": summary.prompt_tokens, "completion": summary.completion_tokens, "latency": summary.latency_ms,
+            "interventions": summary.interventions,
+            "detector": summary.detectors[0] if summary.detectors else None,
+            "tier": summary.tiers[0] if summary.tiers else None,
+            "context_tokens": summary.context_tokens[0] if summary.context_tokens else None,
+            "truncated": bool(summary.truncated_steps),
+        })
 
 
 class Recorder:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.agent.suite import builtin_tasks
-from runs.agent.tools import tokenize
+from tracing.normalize import search_tokens
 
 MODEL_NAME = "sim"
 SYSTEM_FINGERPRINT = "simulated"
@@ -161,10 +161,10 @@ def find_task(question: str) -> dict[str, Any] | None:
     for task in tasks:
         if _norm(task["prompt"]) == key or (key and _norm(task["prompt"]) in key):
             return task
-    words = set(tokenize(question))
+    words = set(search_tokens(question))
     best, best_score = None, 0.0
     for task in tasks:
-        other = set(tokenize(task["prompt"]))
+        other = set(search_tokens(task["prompt"]))
         overlap = len(words & other) / len(words | other) if words | other else 0.0
         if overlap > best_score:
             best, best_score = task, overlap
@@ -270,6 +270,28 @@ _T = {
 }
 
 
+def _pairs(events: list[Event]) -> list[tuple[Event, Event | None]]:
+    """Each action with the observation it got (None while it has none)."""
+    pairs: list[tuple[Event, Event | None]] = []
+    for event in events:
+        if event.kind == "action":
+            pairs.append((event, None))
+        elif event.kind == "obs" and pairs and pairs[-1][1] is None:
+            pairs[-1] = (pairs[-1][0], event)
+    return pairs
+
+
+@dataclass
+class _Learnt:
+    known: dict[str, str]
+    done: set[int] = field(default_factory=set)
+    attempts: int = 0  # failed tries at the current plan step
+    last_got: _Extraction | None = None
+    last_var: str = ""
+    quote: str = ""
+    timeouts: int = 0  # timeouts in a row
+
+
 class Policy:
     def __init__(self, task: dict[str, Any], knobs: dict[str, float], seed: int) -> None:
         self.task, self.knobs, self.seed = task, knobs, seed
@@ -301,37 +323,35 @@ class Policy:
                 return got
         return _apply(step.get("extract", []), observation)
 
-    def decide(self, events: list[Event]) -> Decision:
-        known: dict[str, str] = {"question": self.task["prompt"]}
-        pairs: list[tuple[Event, Event | None]] = []
-        for event in events:
-            if event.kind == "action":
-                pairs.append((event, None))
-            elif event.kind == "obs" and pairs and pairs[-1][1] is None:
-                pairs[-1] = (pairs[-1][0], event)
-        # Replay: what the policy learnt from each observation it received.
-        attempts, last_got, last_var, quote, timeouts = 0, None, "", "", 0
+    def replay(self, pairs: list[tuple[Event, Event | None]]) -> _Learnt:
+        """What the policy learnt from each observation it received, in order."""
+        learnt = _Learnt(known={"question": self.task["prompt"]})
         previous: tuple[str, str, bool] | None = None
-        done: set[int] = set()
         for turn, (action, obs) in enumerate(pairs):
-            pos = self.current(known, done)
+            pos = self.current(learnt.known, learnt.done)
             step = self.plan[pos]
             if obs is None:
                 continue
             if previous is not None and previous[:2] == (action.tool, action.args) and previous[2]:
-                last_got = None  # a forgetful repeat of a success teaches nothing new
+                learnt.last_got = None  # a forgetful repeat of a success teaches nothing new
                 continue
             got = self.extract(step, obs.text, turn) if action.tool == step["tool"] else None
-            timeouts = timeouts + 1 if "timed out" in obs.text else 0
+            learnt.timeouts = learnt.timeouts + 1 if "timed out" in obs.text else 0
             if got is not None and got.finish is None:
-                known.update(got.values)
-                done.add(pos)
-                last_var, quote, attempts = next(iter(got.values)), got.quote, 0
+                learnt.known.update(got.values)
+                learnt.done.add(pos)
+                learnt.last_var, learnt.quote, learnt.attempts = next(iter(got.values)), got.quote, 0
             else:
-                attempts += 1
-            last_got = got
+                learnt.attempts += 1
+            learnt.last_got = got
             previous = (action.tool, action.args, got is not None)
+        return learnt
 
+    def decide(self, events: list[Event]) -> Decision:
+        pairs = _pairs(events)
+        learnt = self.replay(pairs)
+        known, done, attempts, last_got = learnt.known, learnt.done, learnt.attempts, learnt.last_got
+        last_var, quote, timeouts = learnt.last_var, learnt.quote, learnt.timeouts
         turn = len(pairs)
         pos = self.current(known, done)
         step = self.plan[pos]

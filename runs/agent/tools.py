@@ -3,7 +3,7 @@
 A tool takes a dict of arguments and returns a ``ToolResult``; it never raises
 for bad input (the loop records what it returns as the observation). Search is
 split into a backend (anything with ``search(query, k) -> list[Document]``:
-``CorpusSearch`` here, ``PostgresSearch`` in ``runs/search.py``) and the
+``CorpusSearch`` here, ``PostgresSearch`` in ``runs/launch/search.py``) and the
 ``SearchTool`` that formats the observation text the simulated model parses.
 """
 
@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+from tracing.normalize import search_tokens
 
 # Results per search: enough that the right document is found next to a trap
 # (same-name company, adjusted figure) without flooding the context.
@@ -118,31 +120,13 @@ class ToolRegistry:
 
 # --- search ------------------------------------------------------------------
 
-_STOP_WORDS_TEXT = "a an and are as at be by did do does for from has have how in is it its of on or that the this to was were what when where which who whom whose why with"
-_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
-_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
-_CJK_RUN_RE = re.compile(rf"[{_CJK}]+")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-case word tokens; CJK runs become character bigrams (no word breaker)."""
-    tokens: list[str] = []
-    for run in _TOKEN_RE.findall(unicodedata.normalize("NFKC", text).lower()):
-        if _CJK_RUN_RE.fullmatch(run):
-            tokens.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
-        elif run not in _STOP_WORDS:
-            tokens.append(run)
-    return tokens
-
-
 class CorpusSearch:
     """In-memory ranked keyword search (tests, the sim demo without Postgres)."""
 
     def __init__(self, documents: Sequence[Document]) -> None:
         self.documents = list(documents)
-        self._title = [Counter(tokenize(d.title)) for d in self.documents]
-        self._body = [Counter(tokenize(d.body)) for d in self.documents]
+        self._title = [Counter(search_tokens(d.title)) for d in self.documents]
+        self._body = [Counter(search_tokens(d.body)) for d in self.documents]
         df: Counter[str] = Counter()
         for title, body in zip(self._title, self._body, strict=True):
             df.update(set(title) | set(body))
@@ -150,7 +134,7 @@ class CorpusSearch:
         self._idf = {term: math.log(1 + n / count) for term, count in df.items()}
 
     def search(self, query: str, k: int = SEARCH_K) -> list[Document]:
-        terms = set(tokenize(query))
+        terms = set(search_tokens(query))
         if not terms:
             return []
         scored = []

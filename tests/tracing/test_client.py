@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from runs.models import Run
+from runs.launch.models import Run
 from tracing.client import Client, IngestError
 from tracing.ingest.writes import token_create
 from tracing.models import Step

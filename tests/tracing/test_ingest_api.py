@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from runs.models import Run
+from runs.launch.models import Run
 from tracing.ingest.jsonapi import MAX_JSON_DEPTH
 from tracing.ingest.writes import COPY_MIN_ROWS, token_create, token_revoke
 from tracing.models import ExternalRun, Step

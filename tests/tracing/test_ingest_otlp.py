@@ -11,7 +11,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from runs.models import Run
+from runs.launch.models import Run
 from tracing.ingest import services
 from tracing.ingest.otlp import MAX_ATTRIBUTE_DEPTH
 from tracing.ingest.writes import token_create, token_revoke

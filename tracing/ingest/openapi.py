@@ -28,7 +28,8 @@ _ERRORS = {
 _RUN_ID = [{"name": "run_id", "in": "path", "required": True, "schema": {"type": "integer"}}]
 
 
-def openapi_spec(*, max_body_bytes: int) -> dict[str, Any]:
+def _inputs() -> dict[str, Any]:
+    """The schemas of what clients send: steps, a finish, runs."""
     step = {
         "type": "object",
         "required": ["index", "kind"],
@@ -72,6 +73,75 @@ def openapi_spec(*, max_body_bytes: int) -> dict[str, Any]:
                         "description": "compute signals and the anchor break when the run is finished here"},
         },
     }
+    return {"Step": step, "Finish": finish, "RunIn": run_in}
+
+
+def _schemas() -> dict[str, Any]:
+    return {
+        **_inputs(),
+        "RunsIn": {"oneOf": [{"$ref": "#/components/schemas/RunIn"},
+                             {"type": "object", "required": ["runs"],
+                              "properties": {"runs": {"type": "array",
+                                                      "items": {"$ref": "#/components/schemas/RunIn"}}}}]},
+        "StepsIn": {"type": "object", "required": ["steps"], "additionalProperties": False,
+                    "properties": {"steps": {"type": "array", "items": {"$ref": "#/components/schemas/Step"}}}},
+        "RunOut": {"type": "object", "properties": {
+            "id": {"type": "integer"}, "external_id": {"type": ["string", "null"]},
+            "created": {"type": "boolean"}, "status": {"type": "string"},
+            "steps_written": {"type": "integer"}, "steps_duplicate": {"type": "integer"},
+            "url": {"type": "string"}}},
+        "RunsOut": {"type": "object", "properties": {"runs": {"type": "array",
+                                                             "items": {"$ref": "#/components/schemas/RunOut"}}}},
+        "StepsOut": {"type": "object", "properties": {
+            "run": {"type": "integer"}, "written": {"type": "integer"},
+            "duplicates": {"type": "integer", "description": "indices already stored (first write wins)"}}},
+        "RunSummary": {"type": "object", "properties": {
+            "id": {"type": "integer"}, "status": {"type": "string"}, "source": {"type": "string"},
+            "model": {"type": "string"}, "step_count": {"type": "integer"},
+            "prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"},
+            "latency_ms": {"type": "number"}, "final_answer": {"type": "string"},
+            "first_anchor_break": {"type": ["integer", "null"]}, "settings": {"type": "object"},
+            "url": {"type": "string"}}},
+        "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
+    }
+
+
+def _paths() -> dict[str, Any]:
+    return {
+        "/api/runs": {"post": {
+            "summary": "Create a run, or many (`{\"runs\": [...]}`), optionally with steps and the outcome",
+            "requestBody": _json_body("RunsIn"),
+            "responses": {"201": _ok("RunsOut", "created (or found by external_id)"), **_ERRORS},
+        }},
+        "/api/runs/{run_id}": {"get": {
+            "summary": "A run's summary", "parameters": _RUN_ID,
+            "responses": {"200": _ok("RunSummary"), **_ERRORS},
+        }},
+        "/api/runs/{run_id}/steps": {"post": {
+            "summary": "Append a batch of steps (indices strictly increasing; resends are no-ops)",
+            "parameters": _RUN_ID, "requestBody": _json_body("StepsIn"),
+            "responses": {"200": _ok("StepsOut"), **_ERRORS},
+        }},
+        "/api/runs/{run_id}/finish": {"post": {
+            "summary": "Finish a run; its signals and anchor break are computed",
+            "parameters": _RUN_ID, "requestBody": _json_body("Finish"),
+            "responses": {"200": _ok("RunSummary"), **_ERRORS},
+        }},
+        "/v1/traces": {"post": {
+            "summary": "OTLP/HTTP traces (protobuf or JSON): each trace becomes a run, spans become steps",
+            "requestBody": {"required": True, "content": {
+                "application/x-protobuf": {"schema": {"type": "string", "format": "binary",
+                                                      "description": "ExportTraceServiceRequest"}},
+                "application/json": {"schema": {"type": "object",
+                                                "description": "ExportTraceServiceRequest, OTLP JSON encoding"}}}},
+            "responses": {
+                "200": {"description": "ExportTraceServiceResponse (partialSuccess when spans were refused)"},
+                **_ERRORS, "415": {"description": "not application/x-protobuf or application/json"}},
+        }},
+    }
+
+
+def openapi_spec(*, max_body_bytes: int) -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {
@@ -85,69 +155,7 @@ def openapi_spec(*, max_body_bytes: int) -> dict[str, Any]:
                 "a rejected batch writes nothing."
             ),
         },
-        "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
-                "Step": step,
-                "Finish": finish,
-                "RunIn": run_in,
-                "RunsIn": {"oneOf": [{"$ref": "#/components/schemas/RunIn"},
-                                     {"type": "object", "required": ["runs"],
-                                      "properties": {"runs": {"type": "array",
-                                                              "items": {"$ref": "#/components/schemas/RunIn"}}}}]},
-                "StepsIn": {"type": "object", "required": ["steps"], "additionalProperties": False,
-                            "properties": {"steps": {"type": "array", "items": {"$ref": "#/components/schemas/Step"}}}},
-                "RunOut": {"type": "object", "properties": {
-                    "id": {"type": "integer"}, "external_id": {"type": ["string", "null"]},
-                    "created": {"type": "boolean"}, "status": {"type": "string"},
-                    "steps_written": {"type": "integer"}, "steps_duplicate": {"type": "integer"},
-                    "url": {"type": "string"}}},
-                "RunsOut": {"type": "object", "properties": {"runs": {"type": "array",
-                                                                     "items": {"$ref": "#/components/schemas/RunOut"}}}},
-                "StepsOut": {"type": "object", "properties": {
-                    "run": {"type": "integer"}, "written": {"type": "integer"},
-                    "duplicates": {"type": "integer", "description": "indices already stored (first write wins)"}}},
-                "RunSummary": {"type": "object", "properties": {
-                    "id": {"type": "integer"}, "status": {"type": "string"}, "source": {"type": "string"},
-                    "model": {"type": "string"}, "step_count": {"type": "integer"},
-                    "prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"},
-                    "latency_ms": {"type": "number"}, "final_answer": {"type": "string"},
-                    "first_anchor_break": {"type": ["integer", "null"]}, "settings": {"type": "object"},
-                    "url": {"type": "string"}}},
-                "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
-            },
-        },
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}, "schemas": _schemas()},
         "security": [{"bearer": []}],
-        "paths": {
-            "/api/runs": {"post": {
-                "summary": "Create a run, or many (`{\"runs\": [...]}`), optionally with steps and the outcome",
-                "requestBody": _json_body("RunsIn"),
-                "responses": {"201": _ok("RunsOut", "created (or found by external_id)"), **_ERRORS},
-            }},
-            "/api/runs/{run_id}": {"get": {
-                "summary": "A run's summary", "parameters": _RUN_ID,
-                "responses": {"200": _ok("RunSummary"), **_ERRORS},
-            }},
-            "/api/runs/{run_id}/steps": {"post": {
-                "summary": "Append a batch of steps (indices strictly increasing; resends are no-ops)",
-                "parameters": _RUN_ID, "requestBody": _json_body("StepsIn"),
-                "responses": {"200": _ok("StepsOut"), **_ERRORS},
-            }},
-            "/api/runs/{run_id}/finish": {"post": {
-                "summary": "Finish a run; its signals and anchor break are computed",
-                "parameters": _RUN_ID, "requestBody": _json_body("Finish"),
-                "responses": {"200": _ok("RunSummary"), **_ERRORS},
-            }},
-            "/v1/traces": {"post": {
-                "summary": "OTLP/HTTP traces (protobuf or JSON): each trace becomes a run, spans become steps",
-                "requestBody": {"required": True, "content": {
-                    "application/x-protobuf": {"schema": {"type": "string", "format": "binary",
-                                                          "description": "ExportTraceServiceRequest"}},
-                    "application/json": {"schema": {"type": "object",
-                                                    "description": "ExportTraceServiceRequest, OTLP JSON encoding"}}}},
-                "responses": {
-                    "200": {"description": "ExportTraceServiceResponse (partialSuccess when spans were refused)"},
-                    **_ERRORS, "415": {"description": "not application/x-protobuf or application/json"}},
-            }},
-        },
+        "paths": _paths(),
     }

@@ -637,6 +637,27 @@ class _Mapper:
     def llm(self, span: Span) -> None:
         attrs = span.attrs
         inputs = _messages(attrs, "input")
+        self.input_results(span, inputs)
+        turn: list[Step] = []
+        outputs = [m for m in _messages(attrs, "output") if m["role"] in ("assistant", "")]
+        self.output_steps(span, outputs, turn)
+        meta = {"span_id": span.span_id}
+        if span.status == "error":
+            reason = span.status_message or "the model call failed"
+            turn.append(self.emit("error", reason, meta={"source": "model", "reason": reason, **meta}))
+        if not turn:
+            # Content capture is opt-in: the call still costs tokens and time.
+            turn.append(self.emit("thought", "", meta={**meta, "content_captured": False}))
+        first = turn[0]
+        first.prompt_tokens = _int(_first(attrs, _PROMPT_TOKEN_KEYS))
+        first.completion_tokens = _int(_first(attrs, _COMPLETION_TOKEN_KEYS))
+        first.latency_ms = span.duration_ms
+        model = _first(attrs, _MODEL_KEYS)
+        if model:
+            first.meta["model"] = str(model)
+
+    def input_results(self, span: Span, inputs: list[dict[str, Any]]) -> None:
+        """Observations of earlier tool calls that a model call's input carries."""
         # Results of earlier tool calls arrive as the next call's tool-role
         # messages. Only messages past the previous call's input are new (the
         # history repeats every turn); a context that shrank (a sliding window)
@@ -668,8 +689,9 @@ class _Mapper:
             tool, _index = self.state.open_calls.pop(text_calls[0])
             self.emit("observation", tail.group(1), tool=tool,
                       meta={"status": "ok", "source": "prompt", "span_id": span.span_id})
-        turn: list[Step] = []
-        outputs = [m for m in _messages(attrs, "output") if m["role"] in ("assistant", "")]
+
+    def output_steps(self, span: Span, outputs: list[dict[str, Any]], turn: list[Step]) -> None:
+        """A model call's answer as steps: tool calls (native or parsed from text), a final, or a thought."""
         thought = "\n".join(t for m in outputs for t in (m["reasoning"], m["content"]) if t).strip()
         calls = [c for m in outputs for c in m["calls"]]
         meta = {"span_id": span.span_id}
@@ -678,36 +700,25 @@ class _Mapper:
                 turn.append(self.emit("thought", thought, meta=meta))
             for call in calls:
                 self.call_steps(call, span, turn)
-        elif outputs:
-            final = _FINAL_RE.search(thought)
-            action = _ACTION_RE.search(thought)
-            if action and (final is None or action.start() < final.start()):
-                before = _THOUGHT_RE.sub("", thought[: action.start()]).strip()
-                if before:
-                    turn.append(self.emit("thought", before, meta=meta))
-                self.call_steps({"id": "", "name": action.group(1), "arguments": action.group(2).strip()}, span, turn)
-            elif final:
-                before = _THOUGHT_RE.sub("", thought[: final.start()]).strip()
-                if before:
-                    turn.append(self.emit("thought", before, meta=meta))
-                self.state.final = True
-                self.state.final_answer = final.group(1).strip()
-                turn.append(self.emit("final", self.state.final_answer, meta=meta))
-            else:
-                turn.append(self.emit("thought", _THOUGHT_RE.sub("", thought), meta=meta))
-        if span.status == "error":
-            reason = span.status_message or "the model call failed"
-            turn.append(self.emit("error", reason, meta={"source": "model", "reason": reason, **meta}))
-        if not turn:
-            # Content capture is opt-in: the call still costs tokens and time.
-            turn.append(self.emit("thought", "", meta={**meta, "content_captured": False}))
-        first = turn[0]
-        first.prompt_tokens = _int(_first(attrs, _PROMPT_TOKEN_KEYS))
-        first.completion_tokens = _int(_first(attrs, _COMPLETION_TOKEN_KEYS))
-        first.latency_ms = span.duration_ms
-        model = _first(attrs, _MODEL_KEYS)
-        if model:
-            first.meta["model"] = str(model)
+            return
+        if not outputs:
+            return
+        final = _FINAL_RE.search(thought)
+        action = _ACTION_RE.search(thought)
+        if action and (final is None or action.start() < final.start()):
+            before = _THOUGHT_RE.sub("", thought[: action.start()]).strip()
+            if before:
+                turn.append(self.emit("thought", before, meta=meta))
+            self.call_steps({"id": "", "name": action.group(1), "arguments": action.group(2).strip()}, span, turn)
+        elif final:
+            before = _THOUGHT_RE.sub("", thought[: final.start()]).strip()
+            if before:
+                turn.append(self.emit("thought", before, meta=meta))
+            self.state.final = True
+            self.state.final_answer = final.group(1).strip()
+            turn.append(self.emit("final", self.state.final_answer, meta=meta))
+        else:
+            turn.append(self.emit("thought", _THOUGHT_RE.sub("", thought), meta=meta))
 
     def tool(self, span: Span) -> None:
         attrs = span.attrs

@@ -7,22 +7,18 @@ their external ids live in ``Run.settings`` (``trace_id``, ``agent``,
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
-from runs.models import Run
 from tracing.ingest.jsonapi import ApiError, Finish, RunRequest
 from tracing.ingest.otlp import Span, TraceState, classify, describe, map_spans, needs_rebuild, produces_steps
 from tracing.ingest.writes import (
     COPY_MIN_ROWS,
     Appended,
-    Summary,
-    add_to_summaries,
     append_steps,
     copy_objects,
     copy_spans,
@@ -35,10 +31,11 @@ from tracing.ingest.writes import (
     save_states,
     stored_span_ids,
 )
-from tracing.models import ExternalRun, IngestedSpan
+from tracing.models import ExternalRun, IngestedSpan, Step, get_run_model
+from tracing.recorder import add_to_summaries
+from tracing.signals import send_run_ended
 from tracing.steps import Step as StepRecord
-
-log = logging.getLogger(__name__)
+from tracing.summary import RunSummary
 
 # Spans kept per trace. A trace past this is a runaway exporter, not an agent
 # run anyone will read; its further spans are refused (OTLP partial success).
@@ -50,21 +47,13 @@ def _ns_to_datetime(ns: int) -> datetime | None:
     return datetime.fromtimestamp(ns / 1e9, tz=UTC) if ns > 0 else None
 
 
-def analyse_runs(run_ids: Iterable[int]) -> None:
-    """Signals and the anchor break for runs that just finished (when the hook exists).
-
-    Ingested runs were not watched by agentlab's watchdog, so their signals are
-    computed here, over the stored steps.
-    """
-    try:
-        from runs.services import run_analyse
-    except ImportError:  # pragma: no cover - older checkouts without the hook
-        return
+def runs_ended(run_ids: Iterable[int]) -> None:
+    """Announce runs that just finished (tracing.signals.run_ended): their
+    receivers compute the signals and the anchor break. Ingested runs were not
+    watched by agentlab's watchdog, so their signals are computed over the
+    stored steps."""
     for run_id in run_ids:
-        try:
-            run_analyse(run_id, recompute_signals=True)
-        except Exception:  # the steps are stored either way; `manage.py analyse` can redo it
-            log.exception("analysis of ingested run %s failed", run_id)
+        send_run_ended(run_id, recompute_signals=True)
 
 
 def _write_new(batches: Sequence[tuple[int, Sequence[StepRecord]]]) -> None:
@@ -82,7 +71,7 @@ def _write_new(batches: Sequence[tuple[int, Sequence[StepRecord]]]) -> None:
 
 @dataclass
 class RunResult:
-    run: Run
+    run: models.Model  # tracing.models.get_run_model()
     created: bool
     written: int = 0
     duplicates: int = 0
@@ -105,6 +94,27 @@ def _finish_fields(finish: Finish, now: datetime) -> dict:
             "success": finish.success, "finished_at": now}
 
 
+def _new_api_run(owner, req: RunRequest, now: datetime) -> models.Model:
+    Run = get_run_model()
+    run = Run(
+        owner=owner, prompt=req.prompt, provider=Run.Provider.IMPORT, source="api",
+        model_name=(req.model or UNKNOWN_MODEL)[:120], settings=req.settings, status=Run.Status.RUNNING,
+        started_at=now, **RunSummary.of(req.steps).columns(),
+    )
+    if req.finish is not None:
+        for name, value in _finish_fields(req.finish, now).items():
+            setattr(run, name, value)
+    return run
+
+
+def _create_api_runs(owner, fresh: Sequence[tuple[RunRequest, models.Model]]) -> None:
+    """New runs, their external ids and their steps, each kind in one COPY."""
+    copy_objects([run for _, run in fresh])
+    copy_objects([ExternalRun(owner=owner, source=ExternalRun.Source.API, external_id=req.external_id, run=run)
+                  for req, run in fresh if req.external_id])
+    _write_new([(run.pk, req.steps) for req, run in fresh if req.steps])
+
+
 def runs_ingest(*, owner, requests: Sequence[RunRequest]) -> list[RunResult]:
     """Create runs (with their steps and outcome when given) in one transaction.
 
@@ -115,51 +125,31 @@ def runs_ingest(*, owner, requests: Sequence[RunRequest]) -> list[RunResult]:
     if len(set(external_ids)) != len(external_ids):
         raise ApiError("an external_id appears twice in one request")
     now = timezone.now()
-    to_analyse: list[int] = []
+    ended: list[int] = []
+    results: dict[int, RunResult] = {}
     with transaction.atomic():
         fast_commit()
         known = locked_external_runs(owner=owner, source=ExternalRun.Source.API, external_ids=external_ids)
-        results: list[RunResult | None] = [None] * len(requests)
-        fresh: list[tuple[int, RunRequest, Run]] = []
-        for pos, req in enumerate(requests):
-            if req.external_id in known:
-                continue
-            summary = Summary.of(req.steps)
-            run = Run(
-                owner=owner, prompt=req.prompt, provider=Run.Provider.IMPORT, source="api",
-                model_name=(req.model or UNKNOWN_MODEL)[:120], settings=req.settings, status=Run.Status.RUNNING,
-                started_at=now, step_count=summary.steps, prompt_tokens=summary.prompt_tokens,
-                completion_tokens=summary.completion_tokens, latency_ms=summary.latency_ms,
-                intervention_count=summary.interventions, intervention_detectors=summary.detectors,
-                intervention_tiers=summary.tiers,
-            )
-            if req.finish is not None:
-                for name, value in _finish_fields(req.finish, now).items():
-                    setattr(run, name, value)
-            fresh.append((pos, req, run))
-        copy_objects([run for _, _, run in fresh])
-        copy_objects(
-            [ExternalRun(owner=owner, source=ExternalRun.Source.API, external_id=req.external_id, run=run)
-             for _, req, run in fresh if req.external_id]
-        )
-        _write_new([(run.pk, req.steps) for _, req, run in fresh if req.steps])
-        for pos, req, run in fresh:
+        fresh = {pos: (req, _new_api_run(owner, req, now)) for pos, req in enumerate(requests)
+                 if req.external_id not in known}
+        _create_api_runs(owner, list(fresh.values()))
+        for pos, (req, run) in fresh.items():
             results[pos] = RunResult(run, True, len(req.steps), 0)
             if req.finish is not None and req.analyse:
-                to_analyse.append(run.pk)
+                ended.append(run.pk)
         for pos, req in enumerate(requests):
-            if results[pos] is None:
-                run = Run.objects.select_for_update().get(pk=known[req.external_id].run_id)
+            if pos not in fresh:
+                run = get_run_model().objects.select_for_update().get(pk=known[req.external_id].run_id)
                 appended = _append_locked(run, req.steps) if req.steps else Appended(0, 0)
                 if req.finish is not None and _finish_locked(run, req.finish, now) and req.analyse:
-                    to_analyse.append(run.pk)
+                    ended.append(run.pk)
                 results[pos] = RunResult(run, False, appended.written, appended.duplicates)
-    analyse_runs(to_analyse)
-    return [r for r in results if r is not None]
+    runs_ended(ended)
+    return [results[pos] for pos in range(len(requests))]
 
 
-def _owned_api_run(owner, run_id: int) -> Run:
-    run = Run.objects.select_for_update().filter(pk=run_id, owner=owner).first()
+def _owned_api_run(owner, run_id: int) -> models.Model:
+    run = get_run_model().objects.select_for_update().filter(pk=run_id, owner=owner).first()
     if run is None:
         # Another user's run looks exactly like a missing one.
         raise ApiError(f"run {run_id} not found", 404)
@@ -168,8 +158,8 @@ def _owned_api_run(owner, run_id: int) -> Run:
     return run
 
 
-def _append_locked(run: Run, steps: Sequence[StepRecord]) -> Appended:
-    if run.status not in Run.LIVE_STATUSES:
+def _append_locked(run: models.Model, steps: Sequence[StepRecord]) -> Appended:
+    if run.status not in run.LIVE_STATUSES:
         if steps and _all_stored(run.pk, steps):
             return Appended(0, len(steps))  # a resend of a batch that made it before the finish
         raise ApiError(f"run {run.pk} is finished ({run.status}); steps can no longer be added", 409)
@@ -177,8 +167,6 @@ def _append_locked(run: Run, steps: Sequence[StepRecord]) -> Appended:
 
 
 def _all_stored(run_id: int, steps: Sequence[StepRecord]) -> bool:
-    from tracing.models import Step
-
     indices = [s.index for s in steps]
     return Step.objects.filter(run_id=run_id, index__in=indices).count() == len(indices)
 
@@ -189,25 +177,25 @@ def run_append(*, owner, run_id: int, steps: Sequence[StepRecord]) -> Appended:
         return _append_locked(_owned_api_run(owner, run_id), steps)
 
 
-def _finish_locked(run: Run, finish: Finish, now: datetime) -> bool:
+def _finish_locked(run: models.Model, finish: Finish, now: datetime) -> bool:
     """True when this call finished the run (False: it was already finished the same way)."""
-    if run.status not in Run.LIVE_STATUSES:
+    if run.status not in run.LIVE_STATUSES:
         if run.status != finish.status:
             raise ApiError(f"run {run.pk} is already finished as {run.status}", 409)
         return False
     fields = _finish_fields(finish, now)
-    Run.objects.filter(pk=run.pk).update(**fields)
+    type(run).objects.filter(pk=run.pk).update(**fields)
     for name, value in fields.items():
         setattr(run, name, value)
     return True
 
 
-def run_finish_api(*, owner, run_id: int, finish: Finish) -> Run:
+def run_finish_api(*, owner, run_id: int, finish: Finish) -> models.Model:
     with transaction.atomic():
         run = _owned_api_run(owner, run_id)
         finished = _finish_locked(run, finish, timezone.now())
     if finished:
-        analyse_runs([run.pk])
+        runs_ended([run.pk])
         run.refresh_from_db()
     return run
 
@@ -235,17 +223,93 @@ class OtlpResult:
         return "; ".join(parts)
 
 
-def _new_otlp_run(owner, trace_id: str, spans: Sequence[Span]) -> Run:
+def _new_otlp_run(owner, trace_id: str, spans: Sequence[Span]) -> models.Model:
     info = describe(spans)
     settings = {"trace_id": trace_id}
     for key in ("agent", "conversation_id", "service"):
         if getattr(info, key):
             settings[key] = getattr(info, key)
+    Run = get_run_model()
     return Run(
         owner=owner, prompt=info.prompt, provider=Run.Provider.IMPORT, source="otlp",
         model_name=(info.model or UNKNOWN_MODEL)[:120], settings=settings, status=Run.Status.RUNNING,
         started_at=_ns_to_datetime(info.started_ns) or timezone.now(),
     )
+
+
+def _by_trace(spans: Sequence[Span], result: OtlpResult) -> dict[str, dict[str, Span]]:
+    """Spans grouped by trace, a span sent twice in the request counted once."""
+    by_trace: dict[str, dict[str, Span]] = {}
+    for span in spans:
+        seen = by_trace.setdefault(span.trace_id, {})
+        if span.span_id in seen:
+            result.duplicates += 1
+        else:
+            seen[span.span_id] = span
+    return by_trace
+
+
+def _traces(owner, by_trace: dict[str, dict[str, Span]]) -> tuple[dict[str, ExternalRun], set[str]]:
+    """Each trace's ExternalRun (locked), those new to this request created with their runs."""
+    known = locked_external_runs(owner=owner, source=ExternalRun.Source.OTLP, external_ids=list(by_trace))
+    fresh = [(tid, _new_otlp_run(owner, tid, list(s.values()))) for tid, s in by_trace.items() if tid not in known]
+    copy_objects([run for _, run in fresh])
+    created = [ExternalRun(owner=owner, source=ExternalRun.Source.OTLP, external_id=tid, run=run) for tid, run in fresh]
+    copy_objects(created)
+    known.update((ext.external_id, ext) for ext in created)
+    return known, {tid for tid, _ in fresh}
+
+
+def _trace_steps(ext: ExternalRun, new: Sequence[Span], state: TraceState) -> tuple[list[StepRecord], TraceState]:
+    """The steps the new spans give, and the trace's state after them."""
+    if ext.span_count and needs_rebuild(new, state):
+        # A span that belongs before steps already written (a late batch):
+        # re-derive the whole trace in order from the stored spans.
+        earlier = [Span.from_payload(p) for p in IngestedSpan.objects.filter(trace=ext).values_list("payload", flat=True)]
+        reset_steps(ext.run_id)
+        state = TraceState()
+        return map_spans([*earlier, *new], state), state
+    return map_spans(new, state), state
+
+
+@dataclass
+class _Writes:
+    """What one OTLP request writes, gathered so each kind is one statement."""
+
+    spans: list = field(default_factory=list)
+    steps: list = field(default_factory=list)
+    summaries: list = field(default_factory=list)
+    states: list = field(default_factory=list)
+    finishes: list = field(default_factory=list)
+    ended: list[int] = field(default_factory=list)
+
+    def flush(self) -> None:
+        copy_spans(self.spans)
+        # Indices come from the locked trace state, so they are new: COPY for all.
+        _write_new(self.steps)
+        add_to_summaries(self.summaries)
+        save_states(self.states)
+        finish_runs(self.finishes)
+
+
+def _ingest_trace(trace_id: str, ext: ExternalRun, new: list[Span], result: OtlpResult, writes: _Writes) -> None:
+    if ext.span_count + len(new) > MAX_SPANS_PER_TRACE:
+        result.rejected += len(new)
+        result.rejected_reason = f"trace {trace_id} has more than {MAX_SPANS_PER_TRACE} spans"
+        return
+    result.accepted += len(new)
+    result.without_steps += sum(1 for s in new if classify(s) == "other" and not produces_steps(s, "other"))
+    state = TraceState.from_dict(ext.state)
+    was_finished = state.finished
+    steps, state = _trace_steps(ext, new, state)
+    writes.steps.append((ext.run_id, steps))
+    writes.spans.extend((ext.pk, s.span_id, s.to_payload()) for s in new)
+    writes.summaries.append((ext.run_id, RunSummary.of(steps)))
+    writes.states.append((ext.pk, state.to_dict(), len(new)))
+    result.run_ids.append(ext.run_id)
+    finished = _update_run(ext, new, state, was_finished, writes.ended)
+    if finished is not None:
+        writes.finishes.append(finished)
 
 
 def otlp_ingest(*, owner, spans: Sequence[Span], analyse: bool = True) -> OtlpResult:
@@ -254,74 +318,29 @@ def otlp_ingest(*, owner, spans: Sequence[Span], analyse: bool = True) -> OtlpRe
     ``analyse=False`` (a backfill) leaves finished runs for ``manage.py analyse --source otlp``.
     """
     result = OtlpResult()
-    by_trace: dict[str, dict[str, Span]] = {}
-    for span in spans:
-        seen = by_trace.setdefault(span.trace_id, {})
-        if span.span_id in seen:
-            result.duplicates += 1
-        else:
-            seen[span.span_id] = span
-    to_analyse: list[int] = []
+    by_trace = _by_trace(spans, result)
+    writes = _Writes()
     with transaction.atomic():
         fast_commit()
-        known = locked_external_runs(owner=owner, source=ExternalRun.Source.OTLP, external_ids=list(by_trace))
-        fresh = [(tid, _new_otlp_run(owner, tid, list(s.values()))) for tid, s in by_trace.items() if tid not in known]
-        copy_objects([run for _, run in fresh])
-        created = [ExternalRun(owner=owner, source=ExternalRun.Source.OTLP, external_id=tid, run=run)
-                   for tid, run in fresh]
-        copy_objects(created)
-        for ext in created:
-            known[ext.external_id] = ext
-        fresh_ids = {tid for tid, _ in fresh}
-        stored = stored_span_ids([known[tid].pk for tid in by_trace if tid not in fresh_ids])
-        span_rows, step_batches, deltas, states, finishes = [], [], [], [], []
+        known, fresh = _traces(owner, by_trace)
+        stored = stored_span_ids([known[tid].pk for tid in by_trace if tid not in fresh])
         for trace_id, trace_spans in by_trace.items():
             ext = known[trace_id]
             new = [s for s in trace_spans.values() if (ext.pk, s.span_id) not in stored]
             result.duplicates += len(trace_spans) - len(new)
-            if not new:
-                continue
-            if ext.span_count + len(new) > MAX_SPANS_PER_TRACE:
-                result.rejected += len(new)
-                result.rejected_reason = f"trace {trace_id} has more than {MAX_SPANS_PER_TRACE} spans"
-                continue
-            result.accepted += len(new)
-            result.without_steps += sum(1 for s in new if classify(s) == "other" and not produces_steps(s, "other"))
-            state = TraceState.from_dict(ext.state)
-            was_finished = state.finished
-            if ext.span_count and needs_rebuild(new, state):
-                # A span that belongs before steps already written (a late batch):
-                # re-derive the whole trace in order from the stored spans.
-                earlier = [Span.from_payload(p) for p in IngestedSpan.objects.filter(trace=ext)
-                           .values_list("payload", flat=True)]
-                reset_steps(ext.run_id)
-                state = TraceState()
-                steps = map_spans([*earlier, *new], state)
-            else:
-                steps = map_spans(new, state)
-            step_batches.append((ext.run_id, steps))
-            span_rows.extend((ext.pk, s.span_id, s.to_payload()) for s in new)
-            deltas.append((ext.run_id, Summary.of(steps)))
-            states.append((ext.pk, state.to_dict(), len(new)))
-            result.run_ids.append(ext.run_id)
-            finished = _update_run(ext, new, state, was_finished, to_analyse)
-            if finished is not None:
-                finishes.append(finished)
-        copy_spans(span_rows)
-        # Indices come from the locked trace state, so they are new: COPY for all.
-        _write_new(step_batches)
-        add_to_summaries(deltas)
-        save_states(states)
-        finish_runs(finishes)
+            if new:
+                _ingest_trace(trace_id, ext, new, result, writes)
+        writes.flush()
     if analyse:
-        analyse_runs(to_analyse)
+        runs_ended(writes.ended)
     return result
 
 
 def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_finished: bool,
-                to_analyse: list[int]) -> tuple[int, str, str, datetime] | None:
+                ended: list[int]) -> tuple[int, str, str, datetime] | None:
     """Late run fields (model, prompt) now; the finish, if this batch ended the trace, as a row for finish_runs."""
     run = ext.run
+    Run = type(run)
     fields: dict = {}
     if ext.span_count:  # a new run already has what describe() found
         info = describe(new)
@@ -334,10 +353,10 @@ def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_fi
     if fields:
         Run.objects.filter(pk=run.pk).update(**fields)
     if state.finished and not was_finished:
-        to_analyse.append(run.pk)
+        ended.append(run.pk)
         roots = [s for s in new if not s.parent_id]
         finished_at = _ns_to_datetime(max((s.end_ns for s in roots), default=0)) or timezone.now()
         return (run.pk, state.outcome or Run.Status.SUCCEEDED, state.final_answer, finished_at)
     if state.finished and run.status not in Run.LIVE_STATUSES:
-        to_analyse.append(run.pk)  # a late span changed a finished run's steps
+        ended.append(run.pk)  # a late span changed a finished run's steps
     return None

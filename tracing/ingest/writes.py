@@ -3,10 +3,11 @@
 Every function here runs inside the caller's transaction; the views open one
 per request, so a rejected or failed batch leaves nothing half-written.
 
-Summaries: the recorder keeps ``runs_run``'s summary columns current with one
+Summaries: the recorder keeps the run's summary columns current with one
 statement per step. Bulk paths cannot (COPY has no RETURNING), so they write
 the steps, then add what they wrote to the run's summary in the same
-transaction: the same numbers, one UPDATE per request instead of one per step.
+transaction (tracing.recorder.add_to_summaries): the same rule
+(tracing.summary), one UPDATE per request instead of one per step.
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ import hashlib
 import json
 import secrets
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
 from django.utils import timezone
 
-from runs.models import Run
-from tracing.models import ApiToken, ExternalRun, IngestedSpan, Step
+from tracing.models import ApiToken, ExternalRun, IngestedSpan, Step, get_run_model
+from tracing.recorder import add_to_summaries, clean_json, clean_text
 from tracing.steps import Step as StepRecord
+from tracing.summary import RunSummary
 
 # Below this many rows a multi-row INSERT is cheaper than opening a COPY; a
 # live agent appends one step at a time, a bulk client hundreds.
@@ -38,7 +40,6 @@ TOKEN_DISPLAY_CHARS = 10
 _STEP_COLUMNS = (
     "run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at"
 )
-_NUL = "\x00"
 
 
 # --- tokens -----------------------------------------------------------------------
@@ -80,61 +81,11 @@ def token_user(plain: str):
 # --- steps ------------------------------------------------------------------------
 
 
-def _clean(text: str | None) -> str:
-    # Postgres text cannot hold NUL; tool output sometimes does.
-    if not text:
-        return ""
-    return text.replace(_NUL, "\ufffd") if _NUL in text else text
-
-
-def _json(value) -> str | None:
-    if value is None:
-        return None
-    # jsonb rejects the \u0000 escape as well as a raw NUL.
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text.replace("\\u0000", "\\ufffd") if "\\u0000" in text else text
-
-
-@dataclass
-class Summary:
-    """What a batch adds to its run's summary columns (as tracing.recorder does per step)."""
-
-    steps: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: float = 0.0
-    interventions: int = 0
-    detectors: list[str] = field(default_factory=list)
-    tiers: list[str] = field(default_factory=list)
-
-    def add(self, step: StepRecord) -> None:
-        self.steps += 1
-        self.prompt_tokens += step.prompt_tokens
-        self.completion_tokens += step.completion_tokens
-        self.latency_ms += step.latency_ms
-        if step.kind == "intervention":
-            self.interventions += 1
-            meta = step.meta or {}
-            detector = str(meta.get("detector") or "watchdog")[:40]
-            tier = str(meta.get("tier") or "")[:10]
-            if detector not in self.detectors:
-                self.detectors.append(detector)
-            if tier and tier not in self.tiers:
-                self.tiers.append(tier)
-
-    @classmethod
-    def of(cls, steps: Iterable[StepRecord]) -> Summary:
-        summary = cls()
-        for step in steps:
-            summary.add(step)
-        return summary
-
-
 def _rows(run_id: int, steps: Iterable[StepRecord], now: datetime):
     for s in steps:
         yield (
-            run_id, s.index, s.kind, _clean(s.text), _clean(s.tool or ""), _json(s.args), _json(s.meta or {}),
-            s.prompt_tokens, s.completion_tokens, s.latency_ms, now,
+            run_id, s.index, s.kind, clean_text(s.text), clean_text(s.tool or ""), clean_json(s.args),
+            clean_json(s.meta or {}), s.prompt_tokens, s.completion_tokens, s.latency_ms, now,
         )
 
 
@@ -171,38 +122,6 @@ def insert_steps(run_id: int, steps: Sequence[StepRecord]) -> set[int]:
         return {row[0] for row in cur.fetchall()}
 
 
-def add_to_summaries(deltas: Sequence[tuple[int, Summary]]) -> None:
-    """Add each batch's totals to its run's summary columns in one statement."""
-    deltas = [(run_id, d) for run_id, d in deltas if d.steps]
-    if not deltas:
-        return
-    values = ", ".join(["(%s::bigint, %s::int, %s::bigint, %s::bigint, %s::float8, %s::int)"] * len(deltas))
-    params = [
-        v for run_id, d in deltas
-        for v in (run_id, d.steps, d.prompt_tokens, d.completion_tokens, d.latency_ms, d.interventions)
-    ]
-    with connection.cursor() as cur:
-        cur.execute(
-            "UPDATE runs_run r SET step_count = r.step_count + v.n, prompt_tokens = r.prompt_tokens + v.pt, "
-            "completion_tokens = r.completion_tokens + v.ct, latency_ms = r.latency_ms + v.lat, "
-            "intervention_count = r.intervention_count + v.ic "
-            f"FROM (VALUES {values}) AS v(id, n, pt, ct, lat, ic) WHERE r.id = v.id",
-            params,
-        )
-        for run_id, d in deltas:
-            if d.detectors or d.tiers:
-                # First appearance order, as the recorder keeps it.
-                cur.execute(
-                    "UPDATE runs_run SET "
-                    "intervention_detectors = intervention_detectors || ARRAY(SELECT x FROM unnest(%s::varchar[]) "
-                    "  WITH ORDINALITY AS t(x, o) WHERE NOT x = ANY(intervention_detectors) ORDER BY o)::varchar(40)[], "
-                    "intervention_tiers = intervention_tiers || ARRAY(SELECT x FROM unnest(%s::varchar[]) "
-                    "  WITH ORDINALITY AS t(x, o) WHERE NOT x = ANY(intervention_tiers) ORDER BY o)::varchar(10)[] "
-                    "WHERE id = %s",
-                    [d.detectors, d.tiers, run_id],
-                )
-
-
 @dataclass
 class Appended:
     written: int
@@ -232,17 +151,14 @@ def append_steps(run_id: int, steps: Sequence[StepRecord]) -> Appended:
         written = [s for s in steps if s.index not in stored]
         if written:
             copy_steps([(run_id, written)])
-    add_to_summaries([(run_id, Summary.of(written))])
+    add_to_summaries([(run_id, RunSummary.of(written))])
     return Appended(len(written), len(steps) - len(written))
 
 
 def reset_steps(run_id: int) -> None:
     """Remove a run's steps and zero its summary (an OTLP trace re-derived in order)."""
     Step.objects.filter(run_id=run_id).delete()
-    Run.objects.filter(pk=run_id).update(
-        step_count=0, prompt_tokens=0, completion_tokens=0, latency_ms=0.0, intervention_count=0,
-        intervention_detectors=[], intervention_tiers=[],
-    )
+    get_run_model().objects.filter(pk=run_id).update(**RunSummary().columns())
 
 
 def _column_getter(f):
@@ -252,7 +168,7 @@ def _column_getter(f):
     if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
         return lambda obj: f.pre_save(obj, True)
     if isinstance(f, models.JSONField):
-        return lambda obj: _json(getattr(obj, f.attname))
+        return lambda obj: clean_json(getattr(obj, f.attname))
     if isinstance(f, (models.CharField, models.TextField, models.IntegerField, models.FloatField,
                       models.BooleanField, models.DateTimeField, models.ForeignKey, ArrayField)):
         return lambda obj: getattr(obj, f.attname)
@@ -263,7 +179,7 @@ def copy_objects(objects: Sequence) -> None:
     """Insert new model instances of one model with COPY, setting their primary keys.
 
     Django's bulk_create compiles a parameter per field per row: for the 40-odd
-    columns of runs_run that is most of a bulk request's time. Ids come from
+    columns of the run table that is most of a bulk request's time. Ids come from
     the table's sequence first, so the instances are usable (FKs) afterwards.
     Every concrete field is written as Django would (defaults, auto_now_add).
     """
@@ -320,7 +236,7 @@ def copy_spans(rows: Sequence[tuple[int, str, dict]]) -> None:
         "COPY tracing_ingestedspan (trace_id, span_id, payload) FROM STDIN"
     ) as copy:
         for trace_id, span_id, payload in rows:
-            copy.write_row((trace_id, span_id, _json(payload)))
+            copy.write_row((trace_id, span_id, clean_json(payload)))
 
 
 def save_states(rows: Sequence[tuple[int, dict, int]]) -> None:
@@ -341,13 +257,16 @@ def finish_runs(rows: Sequence[tuple[int, str, str, datetime]]) -> None:
     """(run id, status, final answer, finished at) for runs still live, in one statement."""
     if not rows:
         return
+    run_model = get_run_model()
+    table = connection.ops.quote_name(run_model._meta.db_table)
     values = ", ".join(["(%s::bigint, %s::varchar, %s::text, %s::timestamptz)"] * len(rows))
     with connection.cursor() as cur:
         cur.execute(
-            "UPDATE runs_run r SET status = v.status, final_answer = v.answer, finished_at = v.at "
+            f"UPDATE {table} r SET status = v.status, final_answer = v.answer, finished_at = v.at "
             f"FROM (VALUES {values}) AS v(id, status, answer, at) "
-            "WHERE r.id = v.id AND r.status IN ('queued', 'running')",
-            [v for row in rows for v in (row[0], row[1], _clean(row[2]), row[3])],
+            "WHERE r.id = v.id AND r.status = ANY(%s)",
+            [*(v for row in rows for v in (row[0], row[1], clean_text(row[2]), row[3])),
+             [str(s) for s in run_model.LIVE_STATUSES]],
         )
 
 

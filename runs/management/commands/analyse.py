@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.models import Run
-from runs.services import run_analyse
+from runs.launch.models import Run
+from runs.lifecycle import on_run_ended
 
 
 class Command(BaseCommand):
@@ -26,6 +26,6 @@ class Command(BaseCommand):
             raise CommandError("say which runs: --run ID, --source NAME or --all")
         count = 0
         for run_id in runs.order_by("pk").values_list("pk", flat=True).iterator():
-            run_analyse(run_id, recompute_signals=not opts["anchoring_only"])
+            on_run_ended(run_id=run_id, recompute_signals=not opts["anchoring_only"])
             count += 1
         self.stdout.write(f"analysed {count} runs")

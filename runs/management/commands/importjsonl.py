@@ -5,7 +5,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.importer import import_lines
+from runs.imports.services import import_lines
 
 
 class Command(BaseCommand):

@@ -4,8 +4,13 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from runs.agent.sim_server import sim_client
 from runs.agent.suite import load_suite
-from runs.models import Document, Policy, Task
+from runs.launch import services
+from runs.launch.execution import run_execute
+from runs.launch.models import Document, Run, Task
+from runs.policies.models import Policy
+from runs.policies.services import policy_config
 from tracing.watchdog import BUILTIN_POLICIES
 
 
@@ -18,8 +23,6 @@ class Command(BaseCommand):
                                  "pages have data")
 
     def handle(self, *args, **opts):
-        from runs.models import Run
-
         demo = self._load()
         # After the suite is committed: each demo run commits its own steps.
         if opts["runs"] and not Run.objects.exists():
@@ -48,12 +51,8 @@ class Command(BaseCommand):
             doc.flags = {"fault": d["fault"]} if d.get("fault") else {}
             doc.save()  # save() refreshes the search tokens
         for policy in BUILTIN_POLICIES.values():
-            config = policy.to_dict()
-            for key in ("name", "version", "description"):
-                config.pop(key)
-            Policy.objects.get_or_create(
-                name=policy.name, version=policy.version, defaults={"config": config, "description": policy.description}
-            )
+            Policy.objects.get_or_create(name=policy.name, version=policy.version,
+                                         defaults={"config": policy_config(policy), "description": policy.description})
         user_model = get_user_model()
         demo, created = user_model.objects.get_or_create(username="demo", defaults={"is_staff": True, "is_superuser": True})
         if created:
@@ -64,9 +63,6 @@ class Command(BaseCommand):
         return demo
 
     def _demo_runs(self, count: int, owner) -> None:
-        from runs import services
-        from runs.agent.sim_server import sim_client
-
         tasks = list(Task.objects.all())
         policy = Policy.objects.latest_versions().filter(name="default").first()
         for i in range(count):
@@ -78,5 +74,5 @@ class Command(BaseCommand):
                                     max_tokens=20000, seed=1000 + i, settings={"sim": knobs}, policy=policy)
             run = services.run_create(owner=owner, spec=spec)
             # The in-process sim transport: the demo data exists before any server is up.
-            services.run_execute(run_id=run.pk, client=sim_client())
+            run_execute(run_id=run.pk, client=sim_client())
         self.stdout.write(f"executed {count} simulated demo runs")

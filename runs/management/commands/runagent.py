@@ -4,8 +4,10 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs import services
-from runs.models import Policy, Run, Task
+from runs.launch import services
+from runs.launch.models import Run, Task
+from runs.policies.models import Policy
+from runs.queue import QueueUnavailable
 
 
 class Command(BaseCommand):
@@ -58,7 +60,7 @@ class Command(BaseCommand):
         )
         try:
             runs = services.runs_launch(owner=None, spec=spec, reruns=opts["reruns"])
-        except services.QueueUnavailable as exc:
+        except QueueUnavailable as exc:
             raise CommandError(str(exc)) from exc
         for run in runs:
             self.stdout.write(f"run {run.pk} queued")

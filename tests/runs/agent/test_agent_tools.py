@@ -13,8 +13,8 @@ from runs.agent.tools import (
     ToolRegistry,
     calculate,
     default_tools,
-    tokenize,
 )
+from tracing.normalize import search_tokens
 
 DOCS = [
     Document("salt", "The Salt Lantern", "The Salt Lantern is a novel written by Orren Vasquel. It won a prize."),
@@ -92,9 +92,12 @@ def test_calculate_length_limit_both_sides():
 # --- search ---------------------------------------------------------------------
 
 
-def test_tokenize_english_and_cjk_bigrams():
-    assert tokenize("The Salt Lantern!") == ["salt", "lantern"]
-    assert tokenize("净利润") == ["净利", "利润"]
+def test_search_tokens_english_and_cjk_bigrams():
+    # One tokeniser for both search backends and the sim (tracing.normalize).
+    assert search_tokens("The Salt Lantern!") == ["salt", "lantern"]
+    assert search_tokens("净利润") == ["净利", "利润"]
+    assert search_tokens("ＦＹ２０２３ 营收") == ["fy2023", "营收"]  # full-width reads as plain
+    assert search_tokens("lantern salt lantern") == ["lantern", "salt", "lantern"]  # counts kept for ranking
 
 
 def test_corpus_search_ranks_and_handles_chinese():

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import forms
+
+from runs.dashboard.selectors import default_period
+from runs.launch.models import Run
+from runs.launch.selectors import POLICY_OFF, RunFilters
+
+# The longest period one request may aggregate; longer asks are refused with a
+# message rather than silently clipped.
+MAX_PERIOD_DAYS = 3660
+
+
+class DashboardForm(forms.Form):
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    task = forms.CharField(required=False, max_length=80)
+    model = forms.CharField(required=False, max_length=120)
+    mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)
+    policy = forms.CharField(required=False, max_length=80, help_text=f"a policy name, or '{POLICY_OFF}'")
+
+    def clean(self):
+        data = super().clean()
+        since, until = default_period()
+        data["since"] = data.get("since") or since
+        data["until"] = data.get("until") or until
+        if data["since"] > data["until"]:
+            self.add_error("since", "since must be on or before until")
+        elif data["until"] - data["since"] > timedelta(days=MAX_PERIOD_DAYS):
+            self.add_error("since", f"a period of at most {MAX_PERIOD_DAYS} days")
+        return data
+
+    def filters(self) -> RunFilters:
+        # Live runs have no outcome yet: the figures are about finished runs.
+        return RunFilters.of(self.cleaned_data, finished=True)

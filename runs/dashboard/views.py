@@ -1,0 +1,161 @@
+"""The dashboard (issue 7): "is it getting better?" from per-run summaries."""
+
+from __future__ import annotations
+
+import csv
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from runs import charts as charts_
+from runs.dashboard import selectors as dashboard
+from runs.dashboard.forms import DashboardForm
+from runs.launch import access
+from runs.launch.models import Task
+from runs.launch.selectors import RunFilters, runs_filtered
+
+_LEGEND = {"orientation": "h", "y": -0.3}
+
+# What an empty chart says instead of drawing empty axes.
+EMPTY = {
+    "context": "No model turns with token counts in this selection.",
+    "false_kills": "No interruption has been labelled yet: label some in the review queue.",
+    "detectors": "No run in this selection was interrupted.",
+    "tiers": "No run in this selection was interrupted.",
+}
+
+
+def _runs_url(f: RunFilters, **extra) -> str:
+    """The run list behind a bar: the dashboard's filters and the bar's own."""
+    return reverse("runs:list") + "?" + f.query(**extra)
+
+
+def _charts(f: RunFilters, data: dict) -> dict[str, dict]:
+    charts = {
+        "context": _context_chart(data),
+        "false_kills": _false_kill_chart(f, data),
+        "histogram": _histogram(f, data),
+        "detectors": _interventions(f, data["detectors"], "detector", charts_.RED),
+        "tiers": _interventions(f, data["tiers"], "tier", charts_.ORANGE),
+        "over_time": _over_time(f, data),
+    }
+    for name, message in EMPTY.items():
+        if charts_.is_empty(charts[name]):
+            charts[name]["empty"] = message
+    return charts
+
+
+def _context_chart(data: dict) -> dict:
+    ctx, trunc = data["context"], data["truncated"]
+    traces = [charts_.lines([s for s, _, _ in ctx], [round(m, 1) for _, m, _ in ctx], markers=False,
+                            name="mean prompt tokens", line={"color": charts_.BLUE})]
+    if trunc:
+        traces.append(charts_.bar([s for s, _ in trunc], [n for _, n in trunc], name="observations truncated",
+                                  yaxis="y2", marker={"color": "rgba(217,72,15,0.45)"}))
+    return charts_.figure(traces, title="Context pressure: prompt size by step index", x_title="step index",
+                          y_title="prompt tokens", legend=_LEGEND)
+
+
+def _false_kill_chart(f: RunFilters, data: dict) -> dict:
+    fk = [r for r in data["false_kills"] if r["labelled"]]
+    return charts_.figure(
+        [charts_.bar([r["detector"] for r in fk], [r["false_kill_rate"] for r in fk],
+                     text=[f"{r['wrongly']}/{r['labelled']}" for r in fk], textposition="outside",
+                     customdata=[_runs_url(f, detector=r["detector"]) for r in fk],
+                     marker={"color": charts_.DARK_RED})],
+        title="False-kill rate by detector (reviewers' labels)", x_title="detector",
+        y_title="wrongly killed / labelled", yaxis={"range": [0, 1.05]}, legend=_LEGEND)
+
+
+def _histogram(f: RunFilters, data: dict) -> dict:
+    hist, last = data["histogram"], dashboard.HISTOGRAM_MAX
+    links = [_runs_url(f, steps_min=s, **({} if s == last else {"steps_max": s})) for s, _ in hist]
+    return charts_.figure(
+        [charts_.bar([s for s, _ in hist], [n for _, n in hist], customdata=links, marker={"color": charts_.BLUE},
+                     hovertemplate="%{x} steps: %{y} runs<extra></extra>")],
+        title="Step count per run", x_title=f"steps ({last} = {last} or more)", y_title="runs", legend=_LEGEND)
+
+
+def _interventions(f: RunFilters, counts: list[tuple[str, int]], param: str, colour: str) -> dict:
+    return charts_.figure(
+        [charts_.bar([k for k, _ in counts], [n for _, n in counts],
+                     customdata=[_runs_url(f, **{param: k}) for k, _ in counts], marker={"color": colour})],
+        title=f"Runs with an intervention, by {param}", x_title=param, y_title="runs", legend=_LEGEND)
+
+
+def _over_time(f: RunFilters, data: dict) -> dict:
+    days = data["over_time"]
+    x = [d["day"].isoformat() for d in days]
+    return charts_.figure(
+        [charts_.lines(x, [d["success_rate"] for d in days], name="success rate",
+                       customdata=[_runs_url(f, since=day, until=day) for day in x]),
+         charts_.lines(x, [d["over_max_rate"] for d in days], name="over-max-step rate",
+                       customdata=[_runs_url(f, since=day, until=day, stopped_by="max_steps") for day in x])],
+        title="Success and over-max-step rate per day", x_title="day", y_title="rate", yaxis={"range": [0, 1.02]},
+        legend=_LEGEND)
+
+
+CSV_TABLES = ("histogram", "detectors", "tiers", "over_time", "context", "false_kills", "by_task", "by_model",
+              "by_policy")
+
+
+def _csv(name: str, data: dict) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="dashboard-{name}.csv"'
+    writer = csv.writer(response)
+    if name == "histogram":
+        writer.writerow(["steps", "runs"])
+        writer.writerows(data["histogram"])
+    elif name in ("detectors", "tiers"):
+        writer.writerow([name[:-1], "runs"])
+        writer.writerows(data[name])
+    elif name == "context":
+        truncated = dict(data["truncated"])
+        writer.writerow(["step", "mean_prompt_tokens", "model_turns", "observations_truncated"])
+        writer.writerows([step, round(mean, 1), n, truncated.get(step, 0)] for step, mean, n in data["context"])
+    elif name == "false_kills":
+        writer.writerow(["detector", "interruptions", "labelled", "justified", "wrongly_killed", "false_kill_rate"])
+        writer.writerows([r["detector"], r["items"], r["labelled"], r["justified"], r["wrongly"], r["false_kill_rate"]]
+                         for r in data["false_kills"])
+    elif name == "over_time":
+        writer.writerow(["day", "runs", "success_rate", "over_max_rate", "mean_steps"])
+        writer.writerows([d["day"], d["runs"], d["success_rate"], d["over_max_rate"], d["mean_steps"]]
+                         for d in data["over_time"])
+    else:
+        writer.writerow(["group", "runs", "scored", "successes", "success_rate", "k", "pass_at_k", "pass_hat_k",
+                         "mean_steps", "over_max"])
+        writer.writerows([g["key"], g["runs"], g["scored"], g["successes"], g["success_rate"], g["k"], g["pass_at_k"],
+                          g["pass_hat_k"], g["mean_steps"], g["over_max"]] for g in data[name])
+    return response
+
+
+@login_required
+@require_GET
+def dashboard_page(request: HttpRequest) -> HttpResponse:
+    if request.GET:
+        form = DashboardForm(request.GET)
+        if not form.is_valid():
+            return render(request, "dashboard/page.html", {"form": form, "tasks": Task.objects.only("slug")},
+                          status=400)
+    else:
+        since, until = dashboard.default_period()
+        form = DashboardForm({"since": since, "until": until})
+        form.is_valid()
+    f = form.filters()
+    qs = runs_filtered(access.runs_for(request), f)
+    data = {**dashboard.aggregate(qs), **dashboard.array_figures(qs), "false_kills": dashboard.false_kills(qs)}
+    fk = data["false_kills"]
+    labelled = sum(r["labelled"] for r in fk)
+    data["totals"]["false_kill_rate"] = sum(r["wrongly"] for r in fk) / labelled if labelled else None
+    data["totals"]["labelled"] = labelled
+    export = request.GET.get("export")
+    if export:
+        if export not in CSV_TABLES:
+            return HttpResponse(f"export must be one of {', '.join(CSV_TABLES)}", status=400)
+        return _csv(export, data)
+    context = {"form": form, "filters": f, "run_list_url": _runs_url(f), "tasks": Task.objects.only("slug"),
+               "charts": _charts(f, data), "query": request.GET.urlencode(), "K": dashboard.DASHBOARD_K, **data}
+    return render(request, "dashboard/page.html", context)

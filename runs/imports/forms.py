@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from django import forms
+
+# Uploads above this are refused before reading: use `manage.py importjsonl`.
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="JSONL, one trajectory per line (the format of shared/eval/README.md)")
+    source = forms.CharField(max_length=40, required=False, help_text="label for these runs (default: each line's source)")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(f"The file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB; "
+                                        "import it with `manage.py importjsonl` instead.")
+        return upload

@@ -1,0 +1,148 @@
+"""What a worker does with a run: claim it, run the agent, finish it.
+
+Called by the Celery task (runs.launch.tasks) and, for demo data, in process.
+A run that ends is announced with tracing.signals.run_ended; its analysis and
+review items follow from there (runs.lifecycle).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.utils import timezone
+
+from runs.agent.loop import Outcome, run_agent
+from runs.agent.suite import score
+from runs.launch.llm import EndpointNotConfigured, client_for, config_for
+from runs.launch.models import Run, Task
+from runs.launch.selectors import run_history
+from runs.launch.toolbox import build_tools
+from tracing.governance import govern_observation
+from tracing.models import Step
+from tracing.recorder import Recorder
+from tracing.signals import send_run_ended
+from tracing.steps import Step as StepRecord
+from tracing.watchdog import OFF_POLICY, Watchdog
+
+log = logging.getLogger(__name__)
+
+# How often the loop may ask Postgres whether a stop was requested. Checking
+# every step costs a query per step; every quarter second is as quick for a
+# person pressing Stop.
+STOP_CHECK_INTERVAL_S = 0.25
+
+
+def run_claim(*, run_id: int, task_id: str, redelivered: bool) -> bool:
+    """True when this delivery of the run's message may execute it."""
+    # Conditional update: of two deliveries of the same run, one proceeds.
+    claimed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
+        status=Run.Status.RUNNING, started_at=timezone.now(), celery_id=task_id
+    )
+    if claimed:
+        return True
+    # acks_late: a worker died mid-run and Redis handed the message to another.
+    # Resume from the stored steps rather than leave the run stuck in `running`.
+    return redelivered and Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, celery_id=task_id).exists()
+
+
+class StopFlag:
+    """The loop's `should_stop`: has someone pressed Stop? (checked at most every STOP_CHECK_INTERVAL_S)."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self.checked_at = 0.0
+        self.stop = False
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if not self.stop and now - self.checked_at >= STOP_CHECK_INTERVAL_S:
+            self.checked_at = now
+            self.stop = Run.objects.filter(pk=self.run_id, stop_requested=True).exists()
+        return self.stop
+
+
+def watchdog_for(run: Run, history: list[StepRecord]) -> Watchdog:
+    # No policy = watchdog off; it still computes the signals the timeline shows.
+    policy = run.policy.as_policy() if run.policy_id else OFF_POLICY
+    watchdog = Watchdog(policy, goal=run.goal)
+    # A resumed run: bring the detectors' state up to where the run stopped.
+    for step in history:
+        watchdog.observe(step)
+    return watchdog
+
+
+def _governed(max_chars: int):
+    def prepare(tool: str, result) -> tuple[str, dict]:
+        text, meta = govern_observation(tool, result.text, result.status, max_chars=max_chars,
+                                        source=str((result.meta or {}).get("docs", "")))
+        return text, {**(result.meta or {}), **meta}
+
+    return prepare
+
+
+def run_execute(*, run_id: int, task_id: str = "", redelivered: bool = False, client=None) -> Run | None:
+    """Run the agent for a claimed run; called by the Celery task.
+
+    `client` replaces the run's endpoint (the in-process sim for demo data).
+    """
+    if not run_claim(run_id=run_id, task_id=task_id, redelivered=redelivered):
+        return None
+    run = Run.objects.select_related("task", "policy").get(pk=run_id)
+    history = run_history(run)
+    try:
+        outcome = run_agent(
+            client=client or client_for(run),
+            config=config_for(run),
+            prompt=run.prompt,
+            tools=build_tools(run),
+            sink=Recorder(run_id),
+            should_stop=StopFlag(run_id),
+            watchdog=watchdog_for(run, history),
+            history=history,
+            prepare_observation=_governed(int(run.settings.get("context_chars", 2000))),
+        )
+    except EndpointNotConfigured as exc:
+        outcome = _error_outcome(run_id, f"model endpoint not configured: {exc}")
+    except SoftTimeLimitExceeded:
+        outcome = _error_outcome(run_id, "the run hit the worker's time limit")
+    except Exception as exc:  # the run must end, never stay `running`
+        log.exception("run %s crashed", run_id)
+        outcome = _error_outcome(run_id, f"internal error: {type(exc).__name__}: {exc}")
+    return run_finish(run_id=run_id, outcome=outcome)
+
+
+def _next_index(run_id: int) -> int:
+    last = Step.objects.filter(run_id=run_id).order_by("-index").values_list("index", flat=True).first()
+    return 0 if last is None else last + 1
+
+
+def _error_outcome(run_id: int, reason: str) -> Outcome:
+    Recorder(run_id)(StepRecord(index=_next_index(run_id), kind="error", text=reason, meta={"reason": reason}))
+    return Outcome(status="error", final_answer=None, reason=reason, stopped_by=None)
+
+
+def score_answer(task: Task | None, answer: str | None) -> bool | None:
+    if task is None or not task.gold_answer:
+        return None  # nothing to score against
+    if not answer:
+        return False  # a run that ended without an answer did not succeed
+    return score(task.as_suite_dict(), answer)
+
+
+def run_finish(*, run_id: int, outcome: Outcome) -> Run:
+    run = Run.objects.select_related("task").get(pk=run_id)
+    # An infrastructure error says nothing about the agent: leave it unscored.
+    success = None if outcome.status == "error" else score_answer(run.task, outcome.final_answer)
+    Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
+        status=outcome.status,
+        final_answer=outcome.final_answer or "",
+        reason=outcome.reason or "",
+        stopped_by=outcome.stopped_by or "",
+        success=success,
+        finished_at=timezone.now(),
+    )
+    send_run_ended(run_id)
+    run.refresh_from_db()
+    return run

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from django import forms
+
+from runs.agent.faults import FaultError, FaultRates
+from runs.launch.models import Run, Task
+from runs.launch.selectors import POLICY_OFF, RunFilters
+from runs.policies.models import Policy
+
+MODEL_CHOICES = [
+    ("sim", "sim — simulated model (test double)"),
+    ("local", "local — Gemma 3 270M via llama.cpp (text mode)"),
+    ("openai", "OpenAI-compatible endpoint (set OPENAI_BASE_URL)"),
+]
+
+
+class NewRunForm(forms.Form):
+    task = forms.ModelChoiceField(queryset=Task.objects.all(), required=False, to_field_name="slug",
+                                  empty_label="— free prompt —")
+    prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=4000,
+                             help_text="Used when no task is picked.")
+    provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label="Model")
+    model_name = forms.CharField(max_length=120, required=False, help_text="Model name for an OpenAI-compatible endpoint.")
+    mode = forms.ChoiceField(choices=Run.Mode.choices, initial=Run.Mode.TOOLS)
+    temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.7)
+    max_steps = forms.IntegerField(min_value=1, max_value=200, initial=15, help_text="Model turns, 1–200.")
+    max_tokens = forms.IntegerField(min_value=100, max_value=1_000_000, initial=20_000)
+    reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text="1–50 runs of the same prompt.")
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="off — no watchdog",
+                                    help_text="Watchdog policy (latest version of each).")
+    # Fault injection: share of tool calls that fail this way (0–1 each).
+    fault_timeout = forms.FloatField(required=False, min_value=0, max_value=1, label="timeouts")
+    fault_http500 = forms.FloatField(required=False, min_value=0, max_value=1, label="HTTP 500s")
+    fault_empty = forms.FloatField(required=False, min_value=0, max_value=1, label="empty results")
+    fault_junk = forms.FloatField(required=False, min_value=0, max_value=1, label="HTML junk")
+    # Simulated-model behaviour knobs (probabilities); blank = drawn from the seed.
+    sim_forget = forms.FloatField(required=False, min_value=0, max_value=1, label="forgets last observation")
+    sim_rephrase = forms.FloatField(required=False, min_value=0, max_value=1, label="rephrases in circles")
+    sim_wrong_premise = forms.FloatField(required=False, min_value=0, max_value=1, label="adopts a wrong premise")
+    sim_early_finish = forms.FloatField(required=False, min_value=0, max_value=1, label="finishes too early")
+    sim_ignore_hint = forms.FloatField(required=False, min_value=0, max_value=1, label="ignores hints")
+    sim_latency_ms = forms.IntegerField(required=False, min_value=0, max_value=10_000, initial=300,
+                                        label="think time (ms)", help_text="per model call, so you can watch it")
+
+    SIM_KNOBS = ("forget", "rephrase", "wrong_premise", "early_finish", "ignore_hint")
+    FAULTS = ("timeout", "http500", "empty", "junk")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["policy"].queryset = Policy.objects.latest_versions()
+        if not self.is_bound and "policy" not in self.initial:
+            self.initial["policy"] = Policy.objects.latest_versions().filter(name="default").first()
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("task") and not (data.get("prompt") or "").strip():
+            self.add_error("prompt", "Pick a task or type a prompt.")
+        provider = data.get("provider")
+        if provider == "local" and data.get("mode") == Run.Mode.TOOLS:
+            self.add_error("mode", "The local model is a base model without tool calling: use text mode.")
+        if provider == "openai" and not (data.get("model_name") or "").strip():
+            self.add_error("model_name", "Name the model to call on the OpenAI-compatible endpoint.")
+        try:
+            FaultRates.from_dict(self.faults())
+        except FaultError as exc:
+            self.add_error(None, str(exc))
+        return data
+
+    def faults(self) -> dict:
+        rates = {k: self.cleaned_data.get(f"fault_{k}") for k in self.FAULTS}
+        return {k: v for k, v in rates.items() if v}
+
+    def sim_settings(self) -> dict:
+        knobs = {k: self.cleaned_data.get(f"sim_{k}") for k in (*self.SIM_KNOBS, "latency_ms")}
+        return {k: v for k, v in knobs.items() if v is not None}
+
+
+class RunFilterForm(forms.Form):
+    status = forms.ChoiceField(choices=[("", "any status"), *Run.Status.choices], required=False)
+    task = forms.CharField(required=False, max_length=80)
+    model = forms.CharField(required=False, max_length=120)
+    mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)
+    intervened = forms.ChoiceField(choices=[("", "any"), ("yes", "had an intervention"), ("no", "no intervention")],
+                                   required=False)
+    detector = forms.CharField(required=False, max_length=40)
+    tier = forms.ChoiceField(choices=[("", "any tier"), ("hint", "hint"), ("redirect", "redirect"), ("stop", "stop")],
+                             required=False)
+    policy = forms.CharField(required=False, max_length=80, help_text=f"a policy name, or '{POLICY_OFF}'")
+    steps_min = forms.IntegerField(required=False, min_value=0)
+    steps_max = forms.IntegerField(required=False, min_value=0)
+    outcome = forms.ChoiceField(choices=[("", "any outcome"), ("correct", "correct"), ("wrong", "wrong")], required=False)
+    stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"),
+                                            ("watchdog", "watchdog"), ("user", "user")], required=False)
+    anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break")],
+                               required=False)
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    before = forms.CharField(required=False, max_length=80)
+    sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
+                             required=False)
+
+    def filters(self) -> RunFilters:
+        return RunFilters.of(self.cleaned_data)

@@ -1,0 +1,242 @@
+"""Tasks, the search corpus, rerun groups and runs: what a run is and what it ran on."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+from runs.policies.models import Policy
+from tracing.normalize import search_tokens
+from tracing.steps import Trajectory
+
+
+class Task(models.Model):
+    class Scoring(models.TextChoices):
+        EXACT = "exact", "normalised exact match"
+        CONTAINS = "contains", "answer contains gold"
+        NUMERIC = "numeric", "numeric within tolerance"
+
+    slug = models.SlugField(max_length=80, unique=True)
+    title = models.CharField(max_length=200)
+    prompt = models.TextField()
+    gold_answer = models.CharField(max_length=500, blank=True)
+    scoring = models.CharField(max_length=10, choices=Scoring.choices, default=Scoring.EXACT)
+    tolerance = models.FloatField(default=0.0)
+    suite = models.CharField(max_length=50, default="builtin")
+    lang = models.CharField(max_length=8, default="en")
+    trap = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["suite", "slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def as_suite_dict(self) -> dict:
+        return {"slug": self.slug, "gold": self.gold_answer, "scoring": self.scoring, "tolerance": self.tolerance}
+
+
+class Document(models.Model):
+    """The corpus behind the `search` tool; admins may add their own."""
+
+    slug = models.SlugField(max_length=120, unique=True)
+    title = models.CharField(max_length=300)
+    body = models.TextField()
+    lang = models.CharField(max_length=8, default="en")
+    # Trap behaviour for observation governance (timeout_first, junk, injection).
+    flags = models.JSONField(default=dict, blank=True)
+    # Words and CJK bigrams, space-separated: Postgres has no Chinese parser, so
+    # the `simple` configuration indexes what we segment ourselves.
+    search_tokens = models.TextField(blank=True, editable=False)
+
+    class Meta:
+        ordering = ["slug"]
+        indexes = [
+            GinIndex(
+                models.Func(
+                    models.Value("simple"),
+                    "search_tokens",
+                    function="to_tsvector",
+                    output_field=models.TextField(),
+                ),
+                name="document_search_gin",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def save(self, *args, **kwargs) -> None:
+        # Words and CJK bigrams (tracing.normalize), the units the search matches on.
+        self.search_tokens = " ".join(dict.fromkeys(search_tokens(f"{self.title} {self.body}")))
+        super().save(*args, **kwargs)
+
+
+def run_goal(prompt: str, settings: dict | None) -> str:
+    """The task as the agent was shown it, as tracing.steps.Trajectory.goal
+    reads it: an imported run keeps its trajectory's meta in its settings (the
+    environment's opening description, for ALFWorld). The watchdog, the
+    analysis and what-if judge a run against this goal, as the import and
+    `python -m tracing.detect` do."""
+    meta = (settings or {}).get("meta")
+    return Trajectory(run_id="", task=prompt, steps=[], meta=meta if isinstance(meta, dict) else {}).goal
+
+
+class RerunGroup(models.Model):
+    """Runs of the same prompt and settings launched together (or saved as a set)."""
+
+    name = models.CharField(max_length=200, blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name or f"group {self.pk}"
+
+
+class RunQuerySet(models.QuerySet):
+    def for_user(self, user) -> RunQuerySet:
+        # Every signed-in user sees every run: agentlab is a team tool. Kept as
+        # one place to narrow it when teams arrive.
+        return self
+
+    def live(self) -> RunQuerySet:
+        return self.filter(status__in=Run.LIVE_STATUSES)
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        STOPPED = "stopped"
+        ERROR = "error"
+
+    class Mode(models.TextChoices):
+        TOOLS = "tools"
+        TEXT = "text"
+
+    class Provider(models.TextChoices):
+        SIM = "sim", "simulated"
+        LOCAL = "local", "local (Gemma 3 270M)"
+        OPENAI = "openai", "OpenAI-compatible endpoint"
+        IMPORT = "import", "imported trace"
+
+    LIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, null=True, blank=True, related_name="runs")
+    prompt = models.TextField()
+    group = models.ForeignKey(RerunGroup, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    source = models.CharField(max_length=40, default="agentlab")
+    # A fork continues `parent` from its step `fork_from`: the parent's steps
+    # with index < fork_from are read from the parent (never copied); the
+    # fork's own steps start at fork_from (an edited step first, if any).
+    parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="forks")
+    fork_from = models.PositiveIntegerField(null=True, blank=True)
+
+    provider = models.CharField(max_length=10, choices=Provider.choices, default=Provider.SIM)
+    model_name = models.CharField(max_length=120, default="sim")
+    base_url = models.CharField(max_length=300, blank=True)
+    temperature = models.FloatField(default=0.0)
+    mode = models.CharField(max_length=5, choices=Mode.choices, default=Mode.TOOLS)
+    max_steps = models.PositiveIntegerField(default=30)
+    max_tokens = models.PositiveIntegerField(default=20000)
+    seed = models.BigIntegerField(null=True, blank=True)
+    # Simulated-model knobs and other per-run settings (fault injection...).
+    settings = models.JSONField(default=dict, blank=True)
+    # No policy: the watchdog is off (signals are still computed and shown).
+    policy = models.ForeignKey(Policy, on_delete=models.PROTECT, null=True, blank=True, related_name="runs")
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    stop_requested = models.BooleanField(default=False)
+    stopped_by = models.CharField(max_length=20, blank=True)
+    reason = models.TextField(blank=True)
+    final_answer = models.TextField(blank=True)
+    success = models.BooleanField(null=True)
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=False)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    celery_id = models.CharField(max_length=64, blank=True)
+
+    # Summary columns, kept current by the recorder at write time so lists and
+    # dashboards never scan steps.
+    step_count = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    latency_ms = models.FloatField(default=0.0)
+    # Interruptions (watchdog tiers, budget truncation, user stop), kept by the
+    # recorder so the list can filter on them without reading steps.
+    intervention_count = models.PositiveIntegerField(default=0)
+    intervention_detectors = ArrayField(models.CharField(max_length=40), default=list, blank=True)
+    intervention_tiers = ArrayField(models.CharField(max_length=10), default=list, blank=True)
+    # Context pressure, appended by the recorder: the prompt size of each model
+    # turn in order, and the step indices of observations truncated for the
+    # context. The run page's and the dashboard's charts read these, not steps.
+    context_steps = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
+    context_tokens = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
+    truncated_steps = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
+    # The first step where the reasoning stopped tracking the last observation
+    # (tracing.anchoring), computed when the run ends or is imported.
+    first_anchor_break = models.IntegerField(null=True, blank=True)
+    anchor_reason = models.TextField(blank=True)
+    anchor_evidence = models.JSONField(default=dict, blank=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            # The run list: newest first, keyset on (created_at, id).
+            models.Index(fields=["-created_at", "-id"], name="run_list_idx"),
+            # The list sorted by size: keysets on (steps, id) and (tokens, id).
+            models.Index(fields=["step_count", "id"], name="run_steps_idx"),
+            models.Index(models.F("prompt_tokens") + models.F("completion_tokens"), "id", name="run_tokens_idx"),
+            models.Index(fields=["status", "-created_at", "-id"], name="run_status_idx"),
+            models.Index(fields=["task", "-created_at", "-id"], name="run_task_idx"),
+            models.Index(fields=["model_name", "-created_at", "-id"], name="run_model_idx"),
+            # "had an intervention of detector X / tier Y": array containment.
+            GinIndex(fields=["intervention_detectors"], name="run_detectors_gin"),
+            GinIndex(fields=["intervention_tiers"], name="run_tiers_gin"),
+            models.Index(fields=["-created_at", "-id"], name="run_anchor_break_idx",
+                         condition=Q(first_anchor_break__isnull=False)),
+            # Workers and the live views look only at unfinished runs.
+            models.Index(fields=["status"], name="run_live_idx", condition=Q(status__in=["queued", "running"])),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(parent__isnull=True) | Q(fork_from__isnull=False), name="run_fork_has_step"),
+            models.CheckConstraint(condition=Q(max_steps__gte=1) & Q(max_steps__lte=1000), name="run_max_steps_range"),
+            models.CheckConstraint(condition=Q(temperature__gte=0) & Q(temperature__lte=2), name="run_temperature_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:detail", args=[self.pk])
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in self.LIVE_STATUSES
+
+    @property
+    def is_simulated(self) -> bool:
+        return self.provider == self.Provider.SIM
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def goal(self) -> str:
+        return run_goal(self.prompt, self.settings)
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None

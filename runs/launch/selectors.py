@@ -1,0 +1,118 @@
+"""Reads of runs and their steps: the one run filter, a fork's trajectory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import QuerySet
+
+from runs.launch.models import Run
+from tracing.models import Step
+from tracing.steps import Step as StepRecord
+
+# The `policy` filter's value for runs without a watchdog.
+POLICY_OFF = "off"
+
+
+def day_start(day: date) -> datetime:
+    """Midnight UTC: the dashboard counts runs per UTC day, and so do the filters."""
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class RunFilters:
+    """The filters of the run list, the dashboard and what-if; blank = no filter."""
+
+    status: str = ""
+    task: str = ""  # a task slug
+    model: str = ""
+    mode: str = ""
+    source: str = ""
+    policy: str = ""  # a policy name (every version), or POLICY_OFF
+    intervened: str = ""  # "yes" | "no"
+    detector: str = ""
+    tier: str = ""
+    steps_min: int | None = None
+    steps_max: int | None = None
+    outcome: str = ""  # "correct" | "wrong"
+    stopped_by: str = ""
+    anchor: str = ""  # "broken" | "kept"
+    since: date | None = None
+    until: date | None = None
+    # Leave out queued and running runs: figures are about runs with an outcome.
+    finished: bool = False
+
+    def query(self, **extra: Any) -> str:
+        """These filters (and `extra`) as the run list's query string: a drill-down keeps every filter."""
+        params = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "finished"}
+        params.update(extra)
+        return urlencode({k: v.isoformat() if isinstance(v, date) else v
+                          for k, v in params.items() if v not in ("", None)})
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any], **extra: Any) -> RunFilters:
+        """From a form's cleaned data (keys it does not know are ignored)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in {**data, **extra}.items() if k in known and v is not None}
+        return cls(**values)
+
+
+def runs_filtered(qs: QuerySet[Run], f: RunFilters) -> QuerySet[Run]:
+    """`qs` narrowed by the filters; each one a column the run's summary holds
+    (never a scan of the steps), the dates as a range on created_at so the
+    (created_at, id) indexes serve them."""
+    exact = {"status": f.status, "task__slug": f.task, "model_name": f.model, "mode": f.mode, "source": f.source,
+             "stopped_by": f.stopped_by, "step_count__gte": f.steps_min, "step_count__lte": f.steps_max,
+             "created_at__gte": day_start(f.since) if f.since else None,
+             "created_at__lt": day_start(f.until + timedelta(days=1)) if f.until else None}
+    qs = qs.filter(**{k: v for k, v in exact.items() if v not in ("", None)})
+    if f.policy:
+        qs = qs.filter(policy__isnull=True) if f.policy == POLICY_OFF else qs.filter(policy__name=f.policy)
+    if f.intervened:
+        qs = qs.filter(intervention_count__gt=0) if f.intervened == "yes" else qs.filter(intervention_count=0)
+    if f.detector:
+        qs = qs.filter(intervention_detectors__contains=[f.detector])
+    if f.tier:
+        qs = qs.filter(intervention_tiers__contains=[f.tier])
+    if f.outcome:
+        qs = qs.filter(success=f.outcome == "correct")
+    if f.anchor:
+        qs = qs.filter(first_anchor_break__isnull=f.anchor != "broken")
+    if f.finished:
+        qs = qs.exclude(status__in=Run.LIVE_STATUSES)
+    return qs
+
+
+def trajectory(run: Run, *, lo: int = 0, hi: int | None = None, limit: int | None = None) -> list[Step]:
+    """Steps lo..hi of the run's trajectory, in index order, at most `limit`.
+
+    A fork's first steps are its parent's: the parent's steps before the fork
+    point are read from the parent (never copied), the fork's own start at
+    `fork_from`. Two queries at most.
+    """
+    own = Step.objects.filter(run_id=run.pk, index__gte=lo).order_by("index")
+    if hi is not None:
+        own = own.filter(index__lte=hi)
+    if run.parent_id is None or lo >= run.fork_from:
+        return list(own[:limit])
+    upto = run.fork_from - 1 if hi is None else min(hi, run.fork_from - 1)
+    inherited = list(Step.objects.filter(run_id=run.parent_id, index__gte=lo, index__lte=upto)
+                     .order_by("index")[:limit])
+    if hi is not None and hi < run.fork_from:
+        return inherited
+    rest = None if limit is None else max(0, limit - len(inherited))
+    return inherited + list(own.filter(index__gte=run.fork_from)[:rest])
+
+
+def run_history(run: Run) -> list[StepRecord]:
+    """The step records the model's context is built from (a fork's parent's first)."""
+    return [s.to_record() for s in trajectory(run)]
+
+
+def steps_after(run: Run, after: int, limit: int) -> list[Step]:
+    """The run's own steps after the cursor: the run page's next page and live poll."""
+    return list(Step.objects.filter(run=run, index__gt=after).order_by("index")[:limit])

@@ -1,0 +1,307 @@
+"""The run list, the run page (timeline, live poll, stop, export), new runs and "what if…" forks."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import F, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from runs.launch import access, services
+from runs.launch.forms import NewRunForm, RunFilterForm
+from runs.launch.models import Run, Task
+from runs.launch.selectors import runs_filtered, steps_after, trajectory
+from runs.paging import keyset_page
+from runs.policies.models import Policy
+from runs.queue import QueueUnavailable
+from tracing.models import Step
+
+RUNS_PER_PAGE = 50
+# Steps per request on the run page: enough to fill a screen several times,
+# small enough that a 5,000-step run never arrives as one huge page.
+STEPS_PER_PAGE = 200
+# The first page grows to reach the anchor break, up to this many steps.
+MAX_INITIAL_STEPS = 2000
+# The id of the run list's "older runs" row: htmx names it in HX-Target when
+# it asks for the next page, which is answered with rows only.
+MORE_ROWS_ID = "more-runs"
+
+# Sortable columns of the run list: URL name -> model field. Every sort is a
+# keyset on (field, id), each backed by an index (see Run.Meta).
+SORT_FIELDS = {"created": "created_at", "steps": "step_count", "tokens": "tokens_total"}
+
+
+def _parse_cursor(raw: str, field: str) -> tuple[datetime | int, int] | None:
+    value, _, pk = raw.rpartition("_")
+    try:
+        return (datetime.fromisoformat(value) if field == "created_at" else int(value)), int(pk)
+    except ValueError:
+        return None
+
+
+def _cursor(run: Run, field: str) -> str:
+    value = getattr(run, field)
+    return f"{value.isoformat() if field == 'created_at' else value}_{run.pk}"
+
+
+def _sorted_page(qs: QuerySet[Run], form: RunFilterForm, sort: str) -> tuple[QuerySet[Run], str]:
+    """The runs ordered by `sort` ("-steps"...) from the form's cursor on; and the sort field."""
+    descending = sort.startswith("-")
+    field = SORT_FIELDS.get(sort.lstrip("-"), "created_at")
+    qs = qs.annotate(tokens_total=F("prompt_tokens") + F("completion_tokens"))
+    qs = qs.order_by(f"-{field}", "-id") if descending else qs.order_by(field, "id")
+    before = form.cleaned_data["before"]
+    if before:
+        cursor = _parse_cursor(before, field)
+        if cursor is None:
+            form.add_error("before", "Not a page cursor; start from the first page.")
+            return qs, field
+        value, pk = cursor
+        op = "lt" if descending else "gt"
+        qs = qs.filter(Q(**{f"{field}__{op}": value}) | Q(**{field: value, f"id__{op}": pk}))
+    return qs, field
+
+
+@login_required
+@require_GET
+def run_list(request: HttpRequest) -> HttpResponse:
+    form = RunFilterForm(request.GET)
+    sort = form.data.get("sort") or "-created"
+    qs = access.runs_for(request).select_related("task", "policy")
+    field = "created_at"
+    if form.is_valid():
+        qs, field = _sorted_page(runs_filtered(qs, form.filters()), form, sort)
+    else:
+        qs = qs.none()
+    runs, next_query = keyset_page(qs, RUNS_PER_PAGE, request, lambda run: _cursor(run, field))
+    context = {
+        "form": form,
+        "runs": runs,
+        "next_query": next_query,
+        "more_id": MORE_ROWS_ID,
+        "sort_links": _sort_links(request, sort),
+        "tasks": Task.objects.only("slug"),
+        "now": timezone.now(),
+    }
+    if request.htmx.target == MORE_ROWS_ID:
+        return render(request, "launch/_run_rows.html", context)
+    return render(request, "launch/list.html", context)
+
+
+def _sort_links(request: HttpRequest, current: str) -> dict[str, dict[str, str]]:
+    """Per sortable column: the URL that sorts by it (descending first, then
+    ascending) and the arrow showing the current order."""
+    links = {}
+    for name in SORT_FIELDS:
+        params = request.GET.copy()
+        params.pop("before", None)
+        params["sort"] = name if current == f"-{name}" else f"-{name}"
+        arrow = "▼" if current == f"-{name}" else "▲" if current == name else ""
+        links[name] = {"url": "?" + params.urlencode(), "arrow": arrow}
+    return links
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = access.run_for(request, run_id, "task", "policy")
+    # The page opens at the anchor break, so it must be among the loaded steps.
+    upto = min((run.first_anchor_break or 0) + STEPS_PER_PAGE // 4, MAX_INITIAL_STEPS)
+    inherited = trajectory(run, hi=run.fork_from - 1, limit=MAX_INITIAL_STEPS) if run.parent_id else []
+    steps = trajectory(run, lo=run.fork_from or 0, limit=max(STEPS_PER_PAGE, upto))
+    return render(request, "launch/detail.html",
+                  {**_timeline_context(run, steps), "inherited": inherited, "pressure": _pressure(run)})
+
+
+def _pressure(run: Run) -> dict | None:
+    """The run page's slim chart: prompt tokens per model turn and truncations,
+    from the run's summary arrays (no step is read for it)."""
+    if not run.context_tokens:
+        return None
+    last = max(run.step_count - 1, max(run.context_steps, default=0), 1)
+    peak = max(run.context_tokens) or 1
+    points = " ".join(
+        f"{step / last * 1000:.1f},{58 - tok / peak * 54:.1f}"
+        for step, tok in zip(run.context_steps, run.context_tokens, strict=False)
+    )
+    marks = [{"x": round(step / last * 1000, 1), "step": step} for step in run.truncated_steps]
+    return {"points": points, "peak": peak, "last": last, "marks": marks, "turns": len(run.context_tokens)}
+
+
+def _timeline_context(run: Run, steps: list[Step]) -> dict:
+    last = steps[-1].index if steps else None
+    full_page = len(steps) >= STEPS_PER_PAGE
+    return {
+        "run": run,
+        "steps": steps,
+        "cursor": last if last is not None else -1,
+        # More stored steps than one page: load the next when scrolled to.
+        "more_stored": full_page,
+        "poll": run.is_live or full_page,
+    }
+
+
+@login_required
+@require_GET
+def run_steps(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Steps after the cursor: the live poll and the next page share this."""
+    run = access.run_for(request, run_id, "task", "policy")
+    try:
+        after = int(request.GET.get("after", "-1"))
+    except ValueError:
+        return HttpResponse("after must be an integer step index", status=400)
+    steps = steps_after(run, after, STEPS_PER_PAGE)
+    context = _timeline_context(run, steps)
+    if not steps:
+        context["cursor"] = after
+    response = render(request, "launch/_steps_poll.html", context)
+    if not steps and not run.is_live:
+        # Done and nothing new: htmx stops polling on 286, but the header still
+        # needs its final state, so it goes out-of-band in this last answer.
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+def _spec(form: NewRunForm) -> services.RunSpec:
+    data = form.cleaned_data
+    task: Task | None = data["task"]
+    provider = data["provider"]
+    model_name = {"sim": "sim", "local": ""}.get(provider, data["model_name"].strip())
+    return services.RunSpec(
+        task=task,
+        prompt=task.prompt if task else data["prompt"].strip(),
+        provider=provider,
+        model_name=model_name or "gemma-3-270m",
+        mode=data["mode"],
+        temperature=data["temperature"],
+        max_steps=data["max_steps"],
+        max_tokens=data["max_tokens"],
+        seed=data["seed"],
+        settings={**({"sim": form.sim_settings()} if provider == "sim" else {}), "faults": form.faults()},
+        policy=data["policy"],
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_new(request: HttpRequest) -> HttpResponse:
+    initial = {}
+    if request.method == "GET" and request.GET.get("task"):
+        task = Task.objects.filter(slug=request.GET["task"]).first()
+        if task is None:
+            raise Http404("unknown task")
+        initial["task"] = task
+    form = NewRunForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        spec = _spec(form)
+        try:
+            runs = services.runs_launch(owner=request.user, spec=spec, reruns=form.cleaned_data["reruns"])
+        except QueueUnavailable as exc:
+            form.add_error(None, f"{exc}. Nothing was queued; try again when the queue is back.")
+        else:
+            if len(runs) > 1:
+                messages.success(request, f"Queued {len(runs)} reruns.")
+                list_url = reverse("runs:list")
+                return redirect(f"{list_url}?task={spec.task.slug}" if spec.task else list_url)
+            return redirect(runs[0])
+    status = 400 if request.method == "POST" else 200
+    return render(request, "launch/new.html", {"form": form}, status=status)
+
+
+@login_required
+@require_POST
+def run_stop(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = services.run_stop(run=access.run_for(request, run_id, "task", "policy"))
+    if request.htmx:
+        return render(request, "launch/_run_header.html", {"run": run})
+    return redirect(run)
+
+
+def _export_step(step: Step) -> dict:
+    return {
+        "index": step.index,
+        "kind": step.kind,
+        "content": step.text,
+        "tool": step.tool or None,
+        "args": step.args,
+        "meta": step.meta,
+        "prompt_tokens": step.prompt_tokens,
+        "completion_tokens": step.completion_tokens,
+        "latency_ms": step.latency_ms,
+    }
+
+
+@login_required
+@require_GET
+def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run in the JSONL format of shared/eval/README.md (one line)."""
+    run = access.run_for(request, run_id, "task", "policy")
+    line = {
+        "source": run.source,
+        "run_id": str(run.pk),
+        "task": run.prompt,
+        "success": run.success,
+        "reward": None if run.success is None else float(run.success),
+        "steps": [_export_step(s) for s in Step.objects.filter(run=run).order_by("index").iterator()],
+        "meta": {
+            "model": run.model_name,
+            "provider": run.provider,
+            "mode": run.mode,
+            "status": run.status,
+            "gold_answer": run.task.gold_answer if run.task else None,
+            "task_slug": run.task.slug if run.task else None,
+            "final_answer": run.final_answer,
+            "seed": run.seed,
+        },
+    }
+    response = StreamingHttpResponse(
+        iter([json.dumps(line, ensure_ascii=False) + "\n"]), content_type="application/x-ndjson; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
+    return response
+
+
+class StepForkForm(forms.Form):
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 10, "class": "mono"}), max_length=50_000,
+                           strip=False)
+    policy = forms.ModelChoiceField(queryset=Policy.objects.all(), required=False, empty_label="watchdog off")
+    turns = forms.IntegerField(min_value=1, max_value=services.FORK_MAX_TURNS, initial=services.FORK_DEFAULT_TURNS)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_fork_edited(request: HttpRequest, run_id: int, index: int) -> HttpResponse:
+    """What if… : fork any run from one of its observations or thoughts, edited by hand."""
+    run = access.run_for(request, run_id, "task", "policy")
+    step = next((s for s in trajectory(run, lo=index, hi=index) if s.kind in services.EDITABLE_KINDS), None)
+    if step is None:
+        raise Http404(f"run {run_id} has no observation or thought at step {index}")
+    status = 200
+    if request.method == "POST":
+        access.require_reviewer(request)
+        form = StepForkForm(request.POST)
+        if form.is_valid():
+            try:
+                fork = services.fork_create(parent=run, fork_from=index, owner=request.user,
+                                            policy=form.cleaned_data["policy"], turns=form.cleaned_data["turns"],
+                                            edit={"text": form.cleaned_data["text"]})
+            except services.ForkError as exc:
+                form.add_error(None, str(exc))
+            except QueueUnavailable as exc:
+                form.add_error(None, f"{exc}. Nothing was queued.")
+            else:
+                return redirect(fork)
+        status = 400
+    else:
+        form = StepForkForm(initial={"text": step.text, "policy": run.policy, "turns": services.FORK_DEFAULT_TURNS})
+    return render(request, "launch/step_fork.html",
+                  {"run": run, "step": step, "form": form, "can_label": access.is_reviewer(request)}, status=status)

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from django import forms
+
+from runs.launch.services import FORK_DEFAULT_TURNS, FORK_MAX_TURNS
+from runs.policies.models import Policy
+from runs.reviews.models import LabelState
+
+TIERS = ("hint", "redirect", "stop")
+
+
+class QueueFilterForm(forms.Form):
+    detector = forms.CharField(required=False, max_length=40)
+    tier = forms.ChoiceField(choices=[("", "any tier"), *((t, t) for t in TIERS)], required=False)
+    # "name" for every version, "name:version" for one.
+    policy = forms.CharField(required=False, max_length=90)
+    task = forms.CharField(required=False, max_length=80)
+    model = forms.CharField(required=False, max_length=120)
+    label = forms.ChoiceField(choices=[("", "any label state"), ("labelled", "labelled"), *LabelState.choices],
+                              required=False)
+    sort = forms.ChoiceField(choices=[("newest", "newest first"), ("uncertain", "most uncertain first")],
+                             required=False)
+    before = forms.CharField(required=False, max_length=80)
+
+
+class ForkForm(forms.Form):
+    policy = forms.ModelChoiceField(queryset=Policy.objects.all(), required=False, empty_label="watchdog off")
+    turns = forms.IntegerField(min_value=1, max_value=FORK_MAX_TURNS, initial=FORK_DEFAULT_TURNS, required=False)

@@ -1,0 +1,83 @@
+"""What a worker does with a what-if job: replay its policies over the runs of
+its snapshot, streamed out of Postgres, and store the figures."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from django.db import connection, transaction
+
+from runs.launch.models import run_goal
+from runs.whatif.models import WhatIfJob
+from runs.whatif.replay import evaluate, group_steps
+from runs.whatif.selectors import snapshot_runs
+from tracing.watchdog import Policy as WatchdogPolicy
+
+# Rows fetched per round trip while streaming steps out of Postgres.
+FETCH_ROWS = 5000
+# Progress is written every this many runs (a write per run would cost more
+# than the replay of a short run).
+PROGRESS_EVERY = 250
+
+
+def whatif_execute(job_id: int) -> WhatIfJob:
+    # Claim: of two deliveries, one runs the job.
+    if not WhatIfJob.objects.filter(pk=job_id, status=WhatIfJob.Status.QUEUED).update(status=WhatIfJob.Status.RUNNING):
+        return WhatIfJob.objects.get(pk=job_id)
+    job = WhatIfJob.objects.get(pk=job_id)
+    started = time.perf_counter()
+    try:
+        policies = [WatchdogPolicy.from_dict(c) for c in job.policies]
+        runs = snapshot_runs(job.filters, job.created_by).filter(id__lte=job.snapshot_max_run,
+                                                                 finished_at__lte=job.snapshot_at)
+        goals = {pk: (run_goal(prompt, settings), success)
+                 for pk, prompt, settings, success in runs.values_list("id", "prompt", "settings", "success")}
+        labels = {int(k): [(s, lab) for s, lab in v] for k, v in job.labels.items()}
+        WhatIfJob.objects.filter(pk=job_id).update(total_runs=len(goals))
+
+        def progress(done: int) -> None:
+            if done % PROGRESS_EVERY == 0:
+                WhatIfJob.objects.filter(pk=job_id).update(done_runs=done)
+
+        outer = connection.in_atomic_block  # tests run inside a transaction already
+        with transaction.atomic(), connection.cursor() as cur:
+            # One consistent view of the steps for the whole replay, streamed
+            # with a server-side cursor instead of loading every step at once.
+            if not outer:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            rows = _stream_steps(list(goals))
+            outcomes = evaluate(group_steps(rows, goals), policies, labels, progress)
+        result = [{"config": c, "value": (job.sweep_values[i] if job.sweep_values else None), **o.as_dict()}
+                  for i, (c, o) in enumerate(zip(job.policies, outcomes, strict=True))]
+        WhatIfJob.objects.filter(pk=job_id).update(
+            status=WhatIfJob.Status.DONE, result=result, done_runs=len(goals),
+            duration_s=time.perf_counter() - started)
+    except Exception as exc:  # the page must show the failure, not spin forever
+        WhatIfJob.objects.filter(pk=job_id).update(status=WhatIfJob.Status.ERROR, error=f"{type(exc).__name__}: {exc}")
+    return WhatIfJob.objects.get(pk=job_id)
+
+
+def _stream_steps(run_ids: list[int]):
+    if not run_ids:
+        return
+    conn = connection.connection  # psycopg: a named cursor is server-side
+    with conn.cursor(name="whatif_steps") as cur:
+        cur.itersize = FETCH_ROWS
+        cur.execute(
+            "SELECT run_id, index, kind, text, tool, args, meta FROM tracing_step "
+            "WHERE run_id = ANY(%s) ORDER BY run_id, index",
+            [run_ids],
+        )
+        for run_id, index, kind, text, tool, args, meta in cur:
+            yield run_id, index, kind, text, tool, _json(args), _json(meta)
+
+
+def _json(value):
+    # Django registers a loader that leaves jsonb as text on its connection.
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

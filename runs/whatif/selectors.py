@@ -1,0 +1,16 @@
+"""The runs a what-if replays."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from runs.launch.models import Run
+from runs.launch.selectors import RunFilters, runs_filtered
+
+
+def snapshot_runs(job_filters: dict[str, Any], user) -> QuerySet[Run]:
+    """The finished runs of a what-if: the run filter's task / model / source,
+    over the runs its user may see."""
+    return runs_filtered(Run.objects.for_user(user), RunFilters.of(job_filters, finished=True))

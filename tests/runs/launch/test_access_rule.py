@@ -1,0 +1,39 @@
+"""Every view of a run asks runs.launch.access, which asks RunQuerySet.for_user:
+narrowing that one method narrows them all (the "what if…" fork included,
+which used to read any run directly)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from runs.launch.models import RunQuerySet
+from tests.htmx import hx
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def owners_only(monkeypatch):
+    monkeypatch.setattr(RunQuerySet, "for_user", lambda qs, user: qs.filter(owner=user))
+
+
+def _requests(run):
+    return {
+        "run page": ("get", reverse("runs:detail", args=[run.pk]), {}),
+        "step poll": ("get", reverse("runs:steps", args=[run.pk]), hx("poller")),
+        "stop": ("post", reverse("runs:stop", args=[run.pk]), hx("run-header")),
+        "export": ("get", reverse("runs:export", args=[run.pk]), {}),
+        "what if… fork": ("get", reverse("reviews:whatif", args=[run.pk, 2]), {}),
+        "compare cell": ("get", f"{reverse('compare:cell')}?run={run.pk}&from=0&to=2", hx()),
+    }
+
+
+@pytest.mark.parametrize("name", ["run page", "step poll", "stop", "export", "what if… fork", "compare cell"])
+def test_a_narrowed_access_rule_hides_the_run_from_other_users(client, make_run, user, other_user, owners_only, name):
+    run = make_run(steps=4, owner=user, status="failed")
+    method, url, headers = _requests(run)[name]
+    client.force_login(other_user)
+    assert getattr(client, method)(url, headers=headers).status_code == 404
+    client.force_login(user)
+    assert getattr(client, method)(url, headers=headers).status_code == 200

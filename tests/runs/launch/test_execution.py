@@ -1,0 +1,128 @@
+"""The run's Celery task and the worker side: claim, redelivery, crashes, the end of a run.
+
+Unit tests of the services the task calls (STYLE 16); tests/runs/launch/test_worker.py
+runs the same paths through a real worker.
+"""
+
+from __future__ import annotations
+
+import pytest
+from celery.exceptions import SoftTimeLimitExceeded
+
+from runs.agent.loop import Outcome
+from runs.launch import execution
+from runs.launch.llm import EndpointNotConfigured
+from runs.launch.models import Run
+from runs.launch.tasks import execute_run
+from tracing.models import Step
+from tracing.signals import run_ended
+
+pytestmark = pytest.mark.django_db
+
+
+class FakeAgent(list):
+    """The agent loop: records its calls, then answers or raises `error`."""
+
+    error: BaseException | None = None
+
+    def __call__(self, **kwargs) -> Outcome:
+        self.append(kwargs)
+        if self.error is not None:
+            raise self.error
+        return Outcome(status="succeeded", final_answer="Fredville", reason="", stopped_by=None)
+
+
+@pytest.fixture
+def agent(monkeypatch):
+    fake = FakeAgent()
+    monkeypatch.setattr(execution, "run_agent", fake)
+    monkeypatch.setattr(execution, "client_for", lambda run: object())
+    return fake
+
+
+@pytest.fixture
+def ended():
+    seen = []
+
+    def receiver(sender, *, run_id, **kwargs):
+        seen.append(run_id)
+
+    run_ended.connect(receiver, dispatch_uid="test_execution.ended")
+    yield seen
+    run_ended.disconnect(dispatch_uid="test_execution.ended")
+
+
+def test_the_first_delivery_claims_a_queued_run_and_runs_it(make_run, agent, ended):
+    run = make_run(status="queued")
+    done = execution.run_execute(run_id=run.pk, task_id="task-1")
+    assert done.status == "succeeded" and done.success is True and done.final_answer == "Fredville"
+    assert done.celery_id == "task-1" and done.started_at is not None and done.finished_at is not None
+    assert len(agent) == 1 and ended == [run.pk]
+
+
+def test_a_second_delivery_of_a_claimed_run_does_nothing(make_run, agent):
+    run = make_run(status="queued")
+    assert execution.run_claim(run_id=run.pk, task_id="task-1", redelivered=False)
+    # Another worker got the same message (not a redelivery): it must not run it too.
+    assert execution.run_execute(run_id=run.pk, task_id="task-1") is None
+    assert not agent
+    assert Run.objects.get(pk=run.pk).status == "running"
+
+
+def test_a_redelivered_message_resumes_its_running_run_from_the_stored_steps(make_run, agent):
+    # acks_late: the worker died mid-run; Redis hands the message to another.
+    run = make_run(steps=3, status="running", celery_id="task-1")
+    done = execution.run_execute(run_id=run.pk, task_id="task-1", redelivered=True)
+    assert done.status == "succeeded"
+    assert [s.index for s in agent[0]["history"]] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(("status", "celery_id", "redelivered"), [
+    ("running", "task-1", False),  # not a redelivery: another worker has it
+    ("running", "task-0", True),  # a redelivery of an older message of the run
+    ("succeeded", "task-1", True),  # the run ended meanwhile
+    ("stopped", "task-1", False),  # stopped before it started
+])
+def test_deliveries_that_must_not_run_the_run(make_run, agent, status, celery_id, redelivered):
+    run = make_run(status=status, celery_id=celery_id)
+    assert execution.run_execute(run_id=run.pk, task_id="task-1", redelivered=redelivered) is None
+    assert not agent
+    assert Run.objects.get(pk=run.pk).status == status
+
+
+@pytest.mark.parametrize(("error", "reason"), [
+    (RuntimeError("boom"), "internal error: RuntimeError: boom"),
+    (EndpointNotConfigured("no OPENAI_BASE_URL"), "model endpoint not configured: no OPENAI_BASE_URL"),
+    (SoftTimeLimitExceeded(), "the run hit the worker's time limit"),
+])
+def test_a_crash_ends_the_run_in_error_with_an_error_step(make_run, agent, ended, error, reason):
+    run = make_run(steps=2, status="queued")
+    agent.error = error
+    done = execution.run_execute(run_id=run.pk, task_id="task-1")
+    assert (done.status, done.reason, done.success) == ("error", reason, None)  # an infrastructure error is unscored
+    last = Step.objects.filter(run=run).order_by("-index").first()
+    assert (last.index, last.kind, last.text) == (2, "error", reason)
+    assert ended == [run.pk]
+
+
+def test_the_task_passes_its_id_and_the_redelivered_flag(monkeypatch):
+    seen = []
+    monkeypatch.setattr("runs.launch.tasks.run_execute", lambda **kw: seen.append(kw))
+    execute_run.push_request(id="task-9", delivery_info={"redelivered": True})
+    try:
+        execute_run.run(42)
+    finally:
+        execute_run.pop_request()
+    execute_run.push_request(id="task-10", delivery_info=None)
+    try:
+        execute_run.run(43)
+    finally:
+        execute_run.pop_request()
+    assert seen == [{"run_id": 42, "task_id": "task-9", "redelivered": True},
+                    {"run_id": 43, "task_id": "task-10", "redelivered": False}]
+
+
+def test_a_run_that_ends_is_scored_against_its_gold_answer(make_run, monkeypatch):
+    run = make_run(status="running")
+    done = execution.run_finish(run_id=run.pk, outcome=Outcome("succeeded", "Paris", "", None))
+    assert (done.status, done.success) == ("succeeded", False)

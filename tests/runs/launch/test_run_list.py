@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from runs.launch.models import Run
+from tests.htmx import hx, more_row_id
+
+pytestmark = pytest.mark.django_db
+URL = reverse("runs:list")
+
+
+def test_it_requires_login(client):
+    response = client.get(URL)
+    assert response.status_code == 302
+    assert "/accounts/login/" in response["Location"]
+
+
+def test_it_lists_runs_with_status_task_model_steps(auth_client, make_run):
+    make_run(steps=3, status=Run.Status.SUCCEEDED, success=True)
+    response = auth_client.get(URL)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "capital-demo" in body
+    assert "succeeded" in body
+    assert "simulated" in body  # the sim model is labelled everywhere
+
+
+def test_it_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
+    for _ in range(30):
+        make_run(steps=0)
+    # 1 session, 2 user, 3 runs page (with task joined), 4 task choices for the filter
+    with django_assert_num_queries(4):
+        auth_client.get(URL)
+
+
+def test_it_filters_by_status_and_model(auth_client, make_run):
+    ok = make_run(status=Run.Status.SUCCEEDED, model_name="sim")
+    bad = make_run(status=Run.Status.ERROR, model_name="gpt-x")
+    body = auth_client.get(URL, {"status": "error"}).content.decode()
+    assert f'href="/runs/{bad.pk}/"' in body and f'href="/runs/{ok.pk}/"' not in body
+    body = auth_client.get(URL, {"model": "sim"}).content.decode()
+    assert f'href="/runs/{ok.pk}/"' in body and f'href="/runs/{bad.pk}/"' not in body
+
+
+def test_keyset_pagination_walks_every_run_once(auth_client, make_run):
+    created = {make_run().pk for _ in range(120)}
+    seen: list[int] = []
+    params: dict = {}
+    for _ in range(5):
+        response = auth_client.get(URL, params)
+        page = response.context["runs"]
+        seen.extend(r.pk for r in page)
+        if not response.context["next_query"]:
+            break
+        params = {"before": response.context["runs"][-1].created_at.isoformat() + f"_{page[-1].pk}"}
+    assert sorted(seen) == sorted(created)
+    assert len(seen) == len(set(seen))
+
+
+def test_a_bad_filter_value_gets_a_message_not_a_crash(auth_client, make_run):
+    make_run()
+    response = auth_client.get(URL, {"status": "exploded", "since": "yesterday"})
+    assert response.status_code == 200
+    assert response.context["runs"] == []
+    assert "status" in response.content.decode()
+
+
+def test_a_bad_cursor_gets_a_message(auth_client, make_run):
+    make_run()
+    response = auth_client.get(URL, {"before": "not-a-cursor"})
+    assert response.status_code == 200
+    assert "start from the first page" in response.content.decode()
+
+
+def test_htmx_next_page_returns_rows_only(auth_client, make_run):
+    for _ in range(55):
+        make_run()
+    first = auth_client.get(URL)
+    query = first.context["next_query"]
+    # The "older runs" link swaps its own row: htmx names that row in HX-Target.
+    response = auth_client.get(f"{URL}?{query}", headers=hx(more_row_id(first.content.decode())))
+    body = response.content.decode()
+    assert "<table" not in body
+    assert body.count("<tr>") == 5
+
+
+def test_htmx_filter_form_gets_the_page(auth_client, make_run):
+    # The filter form swaps #run-table out of the whole page (hx-select).
+    make_run()
+    response = auth_client.get(URL, {"status": "succeeded"}, headers=hx("run-table"))
+    assert 'id="run-table"' in response.content.decode()
+
+
+def test_it_filters_by_intervention_detector_tier_and_anchoring(auth_client, make_run):
+    calm = make_run()
+    hinted = make_run(intervention_count=1, intervention_detectors=["repetition"], intervention_tiers=["hint"])
+    stopped = make_run(intervention_count=2, intervention_detectors=["budget"], intervention_tiers=["stop"],
+                       first_anchor_break=4, anchor_reason="x")
+
+    def ids(**params):
+        return {r.pk for r in auth_client.get(URL, params).context["runs"]}
+
+    assert ids(intervened="yes") == {hinted.pk, stopped.pk}
+    assert ids(intervened="no") == {calm.pk}
+    assert ids(detector="repetition") == {hinted.pk}
+    assert ids(tier="stop") == {stopped.pk}
+    assert ids(anchor="broken") == {stopped.pk}
+    assert ids(anchor="kept") == {calm.pk, hinted.pk}
+    body = auth_client.get(URL).content.decode()
+    assert f'href="/runs/{stopped.pk}/#step-4"' in body  # the anchor column jumps to the break
+
+
+@pytest.mark.parametrize("sort", ["-steps", "steps", "-tokens", "tokens", "created", "-created"])
+def test_every_sort_pages_through_every_run_once_in_order(auth_client, make_run, sort):
+    import random
+
+    rng = random.Random(1)
+    created = {make_run(step_count=rng.randint(0, 9), prompt_tokens=rng.randint(0, 5)).pk for _ in range(120)}
+    seen = []
+    params = {"sort": sort}
+    for _ in range(5):
+        response = auth_client.get(URL, params)
+        seen.extend(response.context["runs"])
+        if not response.context["next_query"]:
+            break
+        params = dict(pair.split("=", 1) for pair in response.context["next_query"].split("&"))
+        from urllib.parse import unquote
+
+        params = {k: unquote(v) for k, v in params.items()}
+    assert sorted(r.pk for r in seen) == sorted(created)
+    key = {"steps": lambda r: (r.step_count, r.pk), "tokens": lambda r: (r.total_tokens, r.pk),
+           "created": lambda r: (r.created_at, r.pk)}[sort.lstrip("-")]
+    assert [key(r) for r in seen] == sorted((key(r) for r in seen), reverse=sort.startswith("-"))
+
+
+def test_a_sorted_page_keeps_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
+    for i in range(30):
+        make_run(step_count=i)
+    # 1 session, 2 user, 3 runs page (task and policy joined), 4 task choices for the filter
+    with django_assert_num_queries(4):
+        auth_client.get(URL, {"sort": "-steps"})
+    body = auth_client.get(URL, {"sort": "-steps"}).content.decode()
+    assert "steps ▼" in body and "sort=steps" in body  # the header flips the order

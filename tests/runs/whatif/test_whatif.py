@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from runs.launch.models import Run
+from runs.policies.models import Policy
+from runs.reviews.models import ReviewItem
+from runs.whatif import replay as whatif
+from runs.whatif.execution import whatif_execute
+from runs.whatif.models import WhatIfJob
+from runs.whatif.services import whatif_create
+from tracing.steps import Step
+from tracing.watchdog import DEFAULT_POLICY, PolicyError
+
+EVAL = Path(__file__).resolve().parents[3].parent / "shared" / "eval"
+
+
+def _loop_run(n: int = 30) -> list[Step]:
+    steps = []
+    for i in range(n):
+        kind = "action" if i % 2 == 0 else "observation"
+        steps.append(Step(index=i, kind=kind, tool="search", args={"q": "same thing"} if kind == "action" else None,
+                          text="No results." if kind == "observation" else ""))
+    return steps
+
+
+def test_sweep_builds_one_policy_per_value_and_names_bad_fields():
+    config = DEFAULT_POLICY.to_dict()
+    policies = whatif.sweep_policies(config, "ladder.stop_streak", [4, 8])
+    assert [p.ladder.stop_streak for p in policies] == [4, 8]
+    with pytest.raises(PolicyError, match="thresholds.novelty_min"):
+        whatif.sweep_policies(config, "thresholds.novelty_min", [0.1, 7])
+    with pytest.raises(PolicyError, match="nope"):
+        whatif.sweep_policies(config, "nope", [1])
+    with pytest.raises(PolicyError, match="at most"):
+        whatif.sweep_policies(config, "ladder.stop_streak", list(range(1, 40)))
+
+
+def test_labels_are_matched_within_the_window():
+    run = whatif.RunData(1, "find the thing", False, _loop_run())
+    [ivs] = [whatif.replay_policy(run.steps, run.goal, DEFAULT_POLICY)]
+    assert ivs, "a 30-step loop of empty results must be interrupted"
+    first = ivs[0][0]
+    labels = {1: [(first + whatif.MATCH_WINDOW, "justified"), (first + whatif.MATCH_WINDOW + 1 + 100, "wrongly_killed")]}
+    [out] = whatif.evaluate([run], [DEFAULT_POLICY], labels)
+    assert out.justified_caught == 1 and out.justified_total == 1
+    assert out.wrongly_spared == 1 and out.wrongly_total == 1
+    assert out.interrupted == 1
+
+
+@pytest.fixture
+def stored_runs(db):
+    if not EVAL.exists():
+        pytest.skip("shared/eval not found")
+    call_command("loaddemo", verbosity=0)
+    call_command("importjsonl", str(EVAL / "react_exemplars" / "runs.jsonl"), verbosity=0)
+    return Run.objects.filter(source="react_exemplars")
+
+
+def test_a_job_replays_the_snapshot_and_is_cached(stored_runs, user, monkeypatch):
+    sent = []
+    monkeypatch.setattr("runs.whatif.tasks.execute_whatif.apply_async", lambda *a, **k: sent.append(a))
+    config = {k: v for k, v in DEFAULT_POLICY.to_dict().items() if k not in ("name", "version", "description")}
+    job = whatif_create(user=user, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10])
+    assert len(sent) == 1 and job.total_runs == 27
+    assert whatif_create(user=user, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10]).pk == job.pk
+    # A run written after the snapshot does not move the figures of the job.
+    Run.objects.create(prompt="later", status="succeeded")
+    job = whatif_execute(job.pk)
+    assert job.status == "done", job.error
+    strict, default = job.result
+    assert strict["runs"] == default["runs"] == 27
+    assert strict["stopped"] >= default["stopped"]
+    assert default["stopped"] == 0  # the gold exemplars are never stopped by the default policy
+    # ...and a new question over the new data is a new job.
+    assert whatif_create(user=user, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10]).pk != job.pk
+
+
+def test_reviewers_labels_are_counted(stored_runs, user, monkeypatch):
+    monkeypatch.setattr("runs.whatif.tasks.execute_whatif.apply_async", lambda *a, **k: None)
+    run = stored_runs.first()
+    ReviewItem.objects.create(run=run, step_index=3, detector="repetition", tier="stop", label="wrongly_killed")
+    config = {"ladder": {"stop_streak": 10}}
+    job = whatif_execute(whatif_create(user=user, config=config).pk)
+    [row] = job.result
+    assert row["wrongly_total"] == 1 and row["wrongly_spared"] == 1
+
+
+@pytest.mark.django_db
+def test_the_page_names_the_bad_field(auth_client):
+    url = reverse("whatif_new")
+    assert auth_client.get(url).status_code == 200
+    response = auth_client.post(url, {"config": '{"thresholds": {"novelty_min": 3}}'})
+    assert response.status_code == 400
+    assert "thresholds.novelty_min" in response.content.decode()
+    response = auth_client.post(url, {"config": "{oops"})
+    assert response.status_code == 400 and "not JSON" in response.content.decode()
+    response = auth_client.post(url, {"config": "{}", "sweep_path": "ladder.stop_streak", "sweep_values": "a, b"})
+    assert response.status_code == 400 and "numbers separated by commas" in response.content.decode()
+
+
+def test_the_job_page_polls_until_done_and_saves_a_new_version(stored_runs, auth_client, user, monkeypatch):
+    monkeypatch.setattr("runs.whatif.tasks.execute_whatif.apply_async", lambda *a, **k: None)
+    base = Policy.objects.get(name="default")
+    job = whatif_create(user=user, config={"ladder": {"stop_streak": 7}}, base_policy=base)
+    page = auth_client.get(reverse("whatif_job", args=[job.pk]), headers={"HX-Request": "true"})
+    assert page.status_code == 200 and 'hx-trigger="every 1s"' in page.content.decode()
+    whatif_execute(job.pk)
+    page = auth_client.get(reverse("whatif_job", args=[job.pk]), headers={"HX-Request": "true"})
+    assert page.status_code == 286
+    response = auth_client.post(reverse("whatif_save", args=[job.pk, 0]))
+    assert response.status_code == 302
+    saved = Policy.objects.filter(name="default").order_by("-version").first()
+    assert saved.version == base.version + 1 and saved.as_policy().ladder.stop_streak == 7
+    assert auth_client.post(reverse("whatif_save", args=[job.pk, 5])).status_code == 404
+    assert WhatIfJob.objects.count() == 1
