@@ -70,6 +70,7 @@ CASES = [
     Case("runs:stop", ("run",), method="post", headers=hx("run-header")),
     Case("runs:stop", ("run",), method="post", owner=302, label="no-js"),
     Case("runs:export", ("run",)),
+    Case("local_model_status", headers=hx("local-model-status")),
     # compare
     Case("compare:page", query={"runs": lambda w: f"{w.run.pk},{w.other_run.pk}"}),
     Case("compare:page", query={"runs": lambda w: f"{w.run.pk},{w.other_run.pk}"}, headers=hx("compare-body"),

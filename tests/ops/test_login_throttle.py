@@ -16,6 +16,12 @@ pytestmark = pytest.mark.django_db
 ATTACKER = "203.0.113.7"
 
 
+@pytest.fixture
+def user(django_user_model):
+    # These tests log in with a real password (the shared fixture has none).
+    return django_user_model.objects.create_user("alice", password="pw")
+
+
 def _login(client: Client, password: str, ip: str = ATTACKER):
     return client.post("/accounts/login/", {"username": "alice", "password": password}, REMOTE_ADDR=ip)
 
