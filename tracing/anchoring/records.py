@@ -132,6 +132,10 @@ def records_in(data: Any, step: int) -> Iterator[Record]:
                 rec = Record(kind=key.lower(), ident=norm_value(obj[key]), step=step)
                 _leaves(obj, "", rec.fields)
                 rec.fields.pop(key, None)
+                if rec.kind in ("id", "uuid"):
+                    # A bare "id" names many kinds of thing: records are of one
+                    # kind when they have the same fields (two credit cards).
+                    rec.kind = "id:" + ",".join(sorted(rec.fields)[:8])
                 if parent is not None:
                     # A variant is also its product: "the SD card camera
                     # (item 9228757377)" names the product's name too.
@@ -197,6 +201,12 @@ _IDENTIFIER_RE = re.compile(
 )
 
 
+def _distinctive(value: str) -> bool:
+    """A value that can name its record in a sentence: a word or name of some
+    length, not a bare number (a price is shared by chance)."""
+    return len(value) >= 4 and not _NUM_RE.match(value) and value not in _GENERIC_VALUES and " " not in value[:1]
+
+
 def _pins(value: str) -> bool:
     if value in _GENERIC_VALUES:
         return False
@@ -241,12 +251,14 @@ class RecordIndex:
         if changed:
             self.updated = changed
 
-    def _mentioned(self, terms: set[str]) -> list[Record]:
+    def _mentioned(self, terms: set[str], *, by_value: bool = False) -> list[Record]:
         """Records the sentence names: by id, or by a value only that record
-        holds that looks like an identifier (a phone number, an email)."""
+        holds that looks like an identifier (a phone number, an email) — or,
+        with ``by_value``, any value only that record holds ("Mastercard" when
+        one card is a Mastercard)."""
         out = [rec for (kind, ident), rec in self.latest.items() if ident in terms and len(ident) >= MIN_VALUE_CHARS]
-        for term in terms:
-            if not _IDENTIFIER_RE.match(term):
+        for term in sorted(terms):
+            if not _IDENTIFIER_RE.match(term) and not (by_value and _distinctive(term)):
                 continue
             owners = self.owners.get(term)
             if owners and len({(k, i) for k, i, _ in owners}) == 1:
@@ -286,7 +298,11 @@ class RecordIndex:
                     ):
                         return {"slip": "stale", "record": rec.ident, "field": name, "said": old,
                                 "current": sorted(vals)[0], "step": rec.step}
-        return self._wrong_record(sentence, mentioned)
+        # Records named by a value only they hold ("your Mastercard") count for
+        # kinds the sentence names no record of by id.
+        kinds = {rec.kind for rec in mentioned}
+        by_value = [rec for rec in self._mentioned(terms, by_value=True) if rec.kind not in kinds]
+        return self._wrong_record(sentence, mentioned + by_value)
 
     def _wrong_record(self, sentence: str, mentioned: list[Record]) -> dict[str, Any] | None:
         change = _CHANGE_RE.search(sentence)
