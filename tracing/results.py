@@ -115,8 +115,17 @@ class Reading:
     silent: bool = False
 
 
+# A text-mode call keeps its brackets in the argument ("execute[SELECT …]").
+_WRAPPED_RE = re.compile(r"^\s*[A-Za-z_]\w*\[(.*)\]\s*$", re.S)
+
+
+def _unwrap(text: str) -> str:
+    m = _WRAPPED_RE.match(text[:20_000]) if text else None
+    return m.group(1) if m else text
+
+
 def _first_word(action_args: Any) -> str:
-    text = action_args if isinstance(action_args, str) else ""
+    text = _unwrap(action_args) if isinstance(action_args, str) else ""
     if not text and isinstance(action_args, dict):
         for key in ("command", "cmd", "code", "query", "sql", "input"):
             if isinstance(action_args.get(key), str):
@@ -144,7 +153,7 @@ _COMMAND_RE = re.compile(
 
 def is_command(action_args: Any) -> bool:
     """An argument that is a program, a shell command or an SQL statement."""
-    text = action_args if isinstance(action_args, str) else ""
+    text = _unwrap(action_args) if isinstance(action_args, str) else ""
     if not text and isinstance(action_args, dict):
         text = next((v for k, v in action_args.items() if k in ("command", "cmd", "code", "query", "sql") and
                      isinstance(v, str)), "")
@@ -189,7 +198,7 @@ def is_read_call(tool: str | None, action_args: Any) -> bool:
         return True
     if is_command(action_args) or first in ("bash", "sh", "shell", "sql", "execute", "python", "terminal", "run"):
         word = _first_word(action_args)
-        text = action_args if isinstance(action_args, str) else ""
+        text = _unwrap(action_args) if isinstance(action_args, str) else ""
         return word in READ_COMMANDS and not _redirects(text)
     return False
 

@@ -699,8 +699,9 @@ class _Pass:
         self.pending_requery = None
         if earlier.obs is None or jaccard(sal.units, earlier.obs_units) < SAME_RESULT_MIN_JACCARD:
             return
-        if not earlier.read and not earlier.failed and " ".join((step.text or "").split()) != " ".join(
-            (earlier.obs.text or "").split()
+        if not earlier.read and not earlier.failed and (
+            not (step.text or "").strip()  # a silent write done twice asks nothing
+            or " ".join((step.text or "").split()) != " ".join((earlier.obs.text or "").split())
         ):
             return
         if earlier.failed:
@@ -1043,6 +1044,9 @@ class _Pass:
         inner = FLAG_RE.match(flag).group(1).lower()
         if flag.lower() in self.flags_seen or inner in self.flag_text:
             return  # printed whole, or its content printed (a password in the source)
+        chunks = [c for c in re.split(r"[_\W]+", inner) if len(c) >= 4]
+        if chunks and all(c in self.flag_text for c in chunks):
+            return  # printed in pieces ("part 2/3: …")
         self._break(step.index, "unsupported_claim", (
             f"the final answer at step {step.index} submits {_quote(flag, 60)}, which no result printed"
         ), {"claim": flag[:200], "missing": [flag[:80]]})
