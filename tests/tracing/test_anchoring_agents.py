@@ -231,6 +231,23 @@ def test_a_shell_error_then_a_description_of_its_output():
     assert run.report().evidence.get("pattern") == "unconfirmed_success"
 
 
+def test_a_fact_stated_as_read_right_after_the_search_failed():
+    run = (Run().thought("I need to search Tim Kaine and find the state he is from.")
+           .call("Search", "Tim Kaine").result("Search", "Invalid Action. Valid Actions are Search[<topic>].")
+           .thought("Tim Kaine is from Virginia. I need to search Virginia next.")
+           .call("Search", "Virginia"))
+    rep = run.report(task="Which state is the running mate of Stronger Together's author from?")
+    assert rep.first_break == 3
+    assert "Virginia" in rep.reason
+
+
+def test_a_plan_after_a_failed_search_names_what_it_will_look_up():
+    run = (Run().call("Search", "Tim Kaine").result("Search", "Could not find [Tim Kaine].")
+           .thought("I need to search Virginia governors instead.")
+           .call("Search", "Virginia governors"))
+    assert run.report(task="Which state is Tim Kaine from?").first_break is None
+
+
 def test_a_table_name_no_result_showed_is_invented():
     run = (
         Run().call("sql", "SHOW TABLES").result("sql", "[('city',), ('country',)]")

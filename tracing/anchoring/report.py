@@ -846,7 +846,7 @@ class _Pass:
                 continue
             sent_sal = extract(sentence)
             missing = _unsupported_units(sent_sal, self.evidence, sentence, statement_numbers)
-            if missing and planned is not None:
+            if missing and planned is not None and not self._reads_failed_call(sentence, last):
                 # Values the thought plans to use in the call it goes on to make.
                 missing = [u for u in missing if not _in_plan(u, planned)]
             if missing and self._from_memory(step, sentence, missing):
@@ -972,6 +972,20 @@ class _Pass:
         asked |= {i for i in extract(_args_text(last.action.args) or "").ids if "_" in i}
         said = set(tokens(sentence)) | extract(sentence).ids
         return bool(asked & said)
+
+    @staticmethod
+    def _reads_failed_call(sentence: str, last: _Obs | None) -> bool:
+        """The sentence states what the call that just failed was asked for,
+        as if it had answered ("Invalid Action" after Search[Tim Kaine], then
+        "Tim Kaine is from Virginia"): a value it then plans to look up is
+        still a claim, because the agent writes it as read."""
+        if last is None or not last.failed or last.action is None or PLAN_RE.match(sentence.strip()):
+            return False
+        if REASONING_RE.search(sentence) or HEDGE_RE.search(sentence):
+            return False
+        asked = {w for w in tokens(_args_text(last.action.args) or last.action.text or "")
+                 if len(w) >= 3 and not w.isdigit() and w not in FILLER_WORDS}
+        return bool(asked & set(tokens(sentence)))
 
     def _phantom(self, step: Step, sentence: str) -> bool:
         """An action reported as done that no call did."""
