@@ -84,6 +84,10 @@ _EMPTY_RE = re.compile(
     re.I,
 )
 # Program output that says "ran, printed nothing" in so many words.
+# The harness says outright that the code ran ("[Executed Successfully with
+# No Output]", MINT): success, whatever the code was.
+_EXECUTED_OK_RE = re.compile(r"^\s*\[?executed successfully\b", re.I)
+_DEFINES_RE = re.compile(r"^\s*(?:(?:from\s+[\w.]+\s+)?import\s|def\s|class\s|@\w)")
 _NO_OUTPUT_RE = re.compile(r"^\s*\[?(?:executed successfully with no output|no output|\(no output\))\]?\s*$", re.I)
 
 # Budget notices some environments append to every result ("You have 3 steps
@@ -207,7 +211,10 @@ def is_silent_command(action_args: Any) -> bool:
     """A command or program whose success prints nothing (``cd``, ``INSERT``,
     ``echo … > file``, code that only asserts)."""
     text = action_args if isinstance(action_args, str) else ""
-    if text and re.search(r"^\s*assert\b", text[:20_000], re.M) and "print(" not in text[:20_000]:
+    head = text[:20_000]
+    if text and "print(" not in head and (re.search(r"^\s*assert\b", head, re.M) or _DEFINES_RE.match(head)):
+        # Code that only asserts or defines (a function, a class, imports)
+        # prints nothing when it works.
         return True
     if text and len(text) < 20_000 and _redirects(text):
         return True
@@ -287,7 +294,7 @@ def read_result(text: str | None, meta: dict[str, Any] | None = None, action_arg
     given = given if isinstance(given, str) and given in STATUSES else None
     stripped = text.strip()
     if not stripped or _NO_OUTPUT_RE.match(stripped[:200]):
-        silent = is_silent_command(action_args)
+        silent = is_silent_command(action_args) or bool(_EXECUTED_OK_RE.match(stripped[:200]))
         status = given or ("ok" if silent else "empty")
         return Reading(status=status, form="empty", why="no output" if not silent else "silent success", silent=silent)
     parsed = _parse(stripped)

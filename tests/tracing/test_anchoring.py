@@ -548,3 +548,40 @@ def test_an_answer_from_the_models_own_knowledge_is_a_finding_not_a_break():
         F("Jim Raynor"),
     )
     assert contradicted.first_break == 2
+
+
+# --- ALFWorld template thoughts (issue 11 hand check) -------------------------
+def _alf(*items):
+    return run(*items, task="cool some potato and put it in microwave.")
+
+
+def test_a_now_i_thought_announcing_the_next_action_is_not_a_claim():
+    rep = _alf(
+        A("go to", "safe 1"), O("The safe 1 is closed.", tool="go to"),
+        T("Now I put a watch (1) in/on safe 1."), A("put", "watch 1 in/on safe 1"),
+        O("You put the watch 1 in/on the safe 1.", tool="put"),
+    )
+    assert rep.first_break is None
+
+
+def test_restating_what_was_done_earlier_is_not_a_phantom():
+    rep = _alf(
+        A("cool", "potato 1 with fridge 1"), O("You cool the potato 1 using the fridge 1.", tool="cool"),
+        A("go to", "microwave 1"), O("The microwave 1 is closed.", tool="go to"),
+        A("put", "potato 1 in/on microwave 1"), O("Nothing happens.", tool="put"),
+        T("Now I cool a potato (1). Next, I need to open the microwave 1."),
+    )
+    assert rep.first_break is None
+    # ...while the same words with no cooling ever done are a false success.
+    rep = _alf(
+        A("go to", "microwave 1"), O("The microwave 1 is closed.", tool="go to"),
+        A("put", "potato 1 in/on microwave 1"), O("Nothing happens.", tool="put"),
+        T("Now I cool a potato (1). Next, I need to open the microwave 1."),
+    )
+    assert rep.first_break == 4
+
+
+def test_a_count_of_zero_is_none_found():
+    rep = _alf(A("open", "fridge 1"), O("You open the fridge 1. The fridge 1 is open. In it, you see a lettuce 1.", tool="open"),
+               T("Now I find an apple (0). Next, I need to check the countertop 1."))
+    assert rep.first_break is None

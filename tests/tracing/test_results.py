@@ -74,6 +74,10 @@ def test_no_output_is_silent_success_after_a_command_that_prints_nothing():
     assert read_result("", None, "INSERT INTO t VALUES (1)").status == "ok"
     assert read_result("", None, "echo hi > notes.txt").status == "ok"
     assert read_result("[Executed Successfully with No Output]", None, "assert f(1) == 2").status == "ok"
+    # Code that only defines prints nothing; the harness saying it ran is success.
+    assert read_result("", None, "import math\ndef area(r):\n    return math.pi * r * r").status == "ok"
+    assert read_result("[Executed Successfully with No Output]", None, "x = area(2)").status == "ok"
+    assert read_result("", None, "print(area(2))").status == "empty"
     # ...and "nothing found" after a query.
     assert read_result("", None, "find / -name nope").status == "empty"
     assert read_result("", None, "SELECT * FROM t WHERE 0").status == "empty"

@@ -215,6 +215,9 @@ class Similarity(Protocol):
     def similarity(self, a: str, b: str) -> float: ...
 
 
+_NONE_COUNT_RE = re.compile(r"\(\s*0\s*\)")
+
+
 def _quote(text: str, limit: int = 120) -> str:
     text = " ".join(text.split())
     return f"“{text[:limit]}…”" if len(text) > limit else f"“{text}”"
@@ -846,6 +849,8 @@ class _Pass:
                 continue
             sent_sal = extract(sentence)
             missing = _unsupported_units(sent_sal, self.evidence, sentence, statement_numbers)
+            if missing and _NONE_COUNT_RE.search(sentence):
+                missing = [u for u in missing if not u.endswith(" 0")]  # "an apple (0)": none of them
             if missing and planned is not None and not self._reads_failed_call(sentence, last):
                 # Values the thought plans to use in the call it goes on to make.
                 missing = [u for u in missing if not _in_plan(u, planned)]
@@ -874,6 +879,9 @@ class _Pass:
             data = ASSERTION_RE.search(sentence) is not None and self._about_failed_call(sentence, last)
         if not (success or data):
             return False
+        now = NOW_ACTION_RE.search(sentence)
+        if last.failed and now and self._done_before(now.group("verb"), sentence[now.end():]):
+            return False  # "Now I cool the potato" after it did, then bumped into "Nothing happens."
         if last.failed and all(self.batch or [True]):
             claim = "success" if success else "what the result holds"
             self._break(step.index, "unconfirmed_success", (
@@ -887,6 +895,10 @@ class _Pass:
             # Only "found it" / "now I take X" names what the latest result
             # should show; a reply to the user may report any earlier result.
             return False
+        if now and now.group("verb").lower() in self.next_calls.get(step.index, set()):
+            return False  # "Now I put the watch in the safe." said of the put it goes on to make
+        if _NONE_COUNT_RE.search(sentence):
+            return False  # "Now I find an apple (0)": a count of none, and it keeps looking
         sent_sal = extract(sentence)
         local = Evidence()
         local.add(last.sal)
@@ -939,13 +951,22 @@ class _Pass:
             # The call may come just before the thought that names it, or
             # before the one before (models write "found it" then "now I take"),
             # or right after it (the thought announcing its own action).
-            if tools and not (tools & set(self.recent_calls)) and not (tools & self.next_calls.get(step.index, set())):
+            if tools and not (tools & set(self.recent_calls)) and not (tools & self.next_calls.get(step.index, set())) \
+                    and not self._done_before(verb, sentence[now.end():]):
                 self._break(step.index, "phantom_call", (
                     f"the {_what(step)} at step {step.index} says {_quote(now.group(0), 40)}, but no {verb} "
                     f"call was made since the agent last spoke: {_quote(sentence, 100)}"
                 ), {"claim": sentence[:200], "verb": verb, "tools": sorted(tools)})
                 return True
         return False
+
+    def _done_before(self, verb: str, rest: str) -> bool:
+        """A result earlier in the run says it was done to the thing the
+        sentence names ("You cool the potato 1" at step 16, "Now I cool a
+        potato (1)" at step 23: a restatement, not a phantom)."""
+        thing = next((w for w in tokens(rest) if w not in EN_STOP_WORDS and not w.isdigit()), "")
+        stem = verb_stem(verb)
+        return bool(thing) and len(stem) >= 3 and any(stem in t and thing in t for t in self.done_texts)
 
     @staticmethod
     def _found_nothing(last: _Obs) -> bool:
