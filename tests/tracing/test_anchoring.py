@@ -585,3 +585,6 @@ def test_a_count_of_zero_is_none_found():
     rep = _alf(A("open", "fridge 1"), O("You open the fridge 1. The fridge 1 is open. In it, you see a lettuce 1.", tool="open"),
                T("Now I find an apple (0). Next, I need to check the countertop 1."))
     assert rep.first_break is None
+    rep = _alf(A("take", "apple 1 from fridge 1"), O("Nothing happens.", tool="take"),
+               T("Now I find an apple (0). Next, I need to check the countertop 1."))
+    assert rep.first_break is None

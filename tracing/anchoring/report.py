@@ -863,6 +863,8 @@ class _Pass:
     def _after_failure(self, step: Step, sentence: str, last: _Obs | None) -> bool:
         if last is None or NEGATED_RE.search(sentence) or ACK_FAILURE_RE.search(sentence):
             return False
+        if _NONE_COUNT_RE.search(sentence):
+            return False  # "Now I find an apple (0)": a count of none, and it keeps looking
         success = SUCCESS_RE.search(sentence) or CODE_SUCCESS_RE.search(sentence) or (
             # "Your payment method has been changed" right after the change
             # failed; "I have verified your account" right after the lookup did.
@@ -897,8 +899,6 @@ class _Pass:
             return False
         if now and now.group("verb").lower() in self.next_calls.get(step.index, set()):
             return False  # "Now I put the watch in the safe." said of the put it goes on to make
-        if _NONE_COUNT_RE.search(sentence):
-            return False  # "Now I find an apple (0)": a count of none, and it keeps looking
         sent_sal = extract(sentence)
         local = Evidence()
         local.add(last.sal)
