@@ -165,7 +165,8 @@ def compare_cell(request: HttpRequest) -> HttpResponse:
         cols = min(_int_param(request, "cols", required=False, default=2), MAX_RUNS + 1)
         row = _int_param(request, "row", required=False)
     except SelectionError as exc:
-        return HttpResponse(str(exc), status=400)
+        # Plain text: the message may quote the bad value, which must not render as HTML.
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     run = access.run_for(request, run_id)
     if not request.htmx:
         # Without htmx the cell is a plain link: show the steps in the run itself.

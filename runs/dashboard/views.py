@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -11,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from runs import charts as charts_
+from runs.csv_cells import safe_row
 from runs.dashboard import selectors as dashboard
 from runs.dashboard.forms import DashboardForm
 from runs.launch import access
@@ -102,10 +104,22 @@ CSV_TABLES = ("histogram", "detectors", "tiers", "over_time", "context", "false_
               "by_policy")
 
 
+class _SafeWriter:
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+
+    def writerow(self, row: Any) -> None:
+        self.writer.writerow(safe_row(row))
+
+    def writerows(self, rows: Any) -> None:
+        for row in rows:
+            self.writerow(row)
+
+
 def _csv(name: str, data: dict) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="dashboard-{name}.csv"'
-    writer = csv.writer(response)
+    writer = _SafeWriter(csv.writer(response))
     if name == "histogram":
         writer.writerow(["steps", "runs"])
         writer.writerows(data["histogram"])
@@ -154,7 +168,8 @@ def dashboard_page(request: HttpRequest) -> HttpResponse:
     export = request.GET.get("export")
     if export:
         if export not in CSV_TABLES:
-            return HttpResponse(f"export must be one of {', '.join(CSV_TABLES)}", status=400)
+            return HttpResponse(f"export must be one of {', '.join(CSV_TABLES)}", status=400,
+                                content_type="text/plain; charset=utf-8")
         return _csv(export, data)
     context = {"form": form, "filters": f, "run_list_url": _runs_url(f), "tasks": Task.objects.only("slug"),
                "charts": _charts(f, data), "query": request.GET.urlencode(), "K": dashboard.DASHBOARD_K, **data}

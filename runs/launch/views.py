@@ -158,7 +158,7 @@ def run_steps(request: HttpRequest, run_id: int) -> HttpResponse:
     try:
         after = int(request.GET.get("after", "-1"))
     except ValueError:
-        return HttpResponse("after must be an integer step index", status=400)
+        return HttpResponse("after must be an integer step index", status=400, content_type="text/plain; charset=utf-8")
     steps = steps_after(run, after, STEPS_PER_PAGE)
     context = _timeline_context(run, steps)
     if not steps:

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from runs import charts
+from runs.csv_cells import safe_cell
 from runs.launch import access
 from runs.launch.models import Task
 from runs.launch.selectors import trajectory
@@ -285,7 +286,8 @@ def export_csv(request: HttpRequest) -> StreamingHttpResponse:
         writer = csv.DictWriter(buf, fieldnames=EXPORT_COLUMNS)
         writer.writeheader()
         for row in _export_rows(request):
-            writer.writerow({**row, "evidence": json.dumps(row["evidence"], ensure_ascii=False, sort_keys=True)})
+            row = {**row, "evidence": json.dumps(row["evidence"], ensure_ascii=False, sort_keys=True)}
+            writer.writerow({key: safe_cell(value) for key, value in row.items()})
             yield buf.getvalue()
             buf.seek(0)
             buf.truncate()

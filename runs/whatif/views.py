@@ -92,7 +92,7 @@ def whatif_save(request: HttpRequest, job_id: int, position: int) -> HttpRespons
     """Save one replayed policy as the next version of its base policy."""
     job = get_object_or_404(WhatIfJob, pk=job_id)
     if not 0 <= position < len(job.policies):
-        return HttpResponse("no such policy in this what-if", status=404)
+        return HttpResponse("no such policy in this what-if", status=404, content_type="text/plain; charset=utf-8")
     value = job.sweep_values[position] if job.sweep_values else None
     saved = policy_version_save(
         name=job.base_policy.name if job.base_policy else "default", config=job.policies[position],

@@ -432,3 +432,11 @@ def test_the_run_page_links_its_group_comparison(auth_client, make_run):
     body = auth_client.get(reverse("runs:detail", args=[grouped.pk])).content.decode()
     assert f'href="/compare/group/{group.pk}/">Compare reruns</a>' in body
     assert "Compare reruns" not in auth_client.get(reverse("runs:detail", args=[alone.pk])).content.decode()
+
+
+def test_a_bad_cell_parameter_is_echoed_as_plain_text_not_html(auth_client):
+    payload = "<img src=x onerror=alert(1)>"
+    response = auth_client.get(reverse("compare:cell"), {"run": payload, "from": "0", "to": "1"},
+                               HTTP_HX_REQUEST="true")
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("text/plain")

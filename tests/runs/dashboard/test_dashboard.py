@@ -128,3 +128,18 @@ def test_the_watchdog_off_drill_keeps_its_filter(auth_client, make_run):
     assert off_row["drill"] == "off"
     listed = auth_client.get(reverse("runs:list"), {"policy": "off"})
     assert [r.pk for r in listed.context["runs"]] == [unwatched.pk]
+
+
+def test_a_model_name_that_is_a_formula_is_exported_as_text(auth_client, make_run):
+    make_run(step_count=3, success=True, status="succeeded", model_name='=HYPERLINK("http://evil.example","x")')
+    make_run(step_count=3, success=True, status="succeeded", model_name="@SUM(A1)")
+    body = auth_client.get(URL, {"export": "by_model"}).content.decode()
+    models = [row["group"] for row in csv.DictReader(io.StringIO(body))]
+    assert "'=HYPERLINK(\"http://evil.example\",\"x\")" in models and "'@SUM(A1)" in models
+    assert not any(m.startswith(("=", "@", "+", "-")) for m in models)
+
+
+def test_only_text_that_starts_a_formula_is_quoted():
+    from runs.csv_cells import safe_cell
+
+    assert safe_cell("-2+3") == "'-2+3" and safe_cell(-2) == -2 and safe_cell("gpt-4") == "gpt-4"

@@ -300,3 +300,13 @@ def test_export_csv_and_jsonl(auth_client, run, user):
     assert [(x["label"], x["current"]) for x in lines] == [("justified", False), ("wrongly_killed", True)]
     assert lines[1]["evidence"]["policy"] == "default" and lines[1]["fork_outcome"] == "succeeded"
     assert lines[0]["reviewer"] == "alice" and lines[0]["task"] == "capital-demo"
+
+
+def test_a_note_that_is_a_spreadsheet_formula_is_exported_as_text(auth_client, run, user):
+    from runs.reviews import services as reviews
+
+    item = ReviewItem.objects.get(run=run, step_index=6)
+    reviews.review_label(item_id=item.pk, reviewer=user, value="justified", note="=cmd|' /C calc'!A0")
+    response = auth_client.get(reverse("reviews:export_csv"))
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert rows[0]["note"] == "'=cmd|' /C calc'!A0"
