@@ -108,3 +108,63 @@ def test_older_interruptions_appends_rows_to_the_review_queue(live_server, open_
     assert page.locator("#review-rows th").count() == 0
     assert page.locator("#review-rows tr.more").count() == 0
     assert not page.js_errors
+
+
+# -- item 6: the dashboard -----------------------------------------------------
+
+
+def _boxes(page, selector: str) -> list[dict]:
+    return page.eval_on_selector_all(selector, "els => els.map(e => e.getBoundingClientRect().toJSON())")
+
+
+def test_the_dashboard_fits_the_window_and_its_charts_say_what_they_show(live_server, open_as, make_run, user,
+                                                                          django_user_model):
+    from runs.reviews.models import ReviewItem
+
+    for i in range(12):
+        make_run(status="succeeded" if i % 3 else "failed", success=bool(i % 3), step_count=4 + i,
+                 model_name=f"a-rather-long-model-name-{i % 4}", intervention_count=i % 2,
+                 intervention_detectors=["repetition"] if i % 2 else [], intervention_tiers=["hint"] if i % 2 else [],
+                 context_steps=[0, 2, 4], context_tokens=[100, 180 + i, 260 + i])
+    run = make_run(status="stopped", success=False, intervention_count=1, intervention_detectors=["repetition"],
+                   intervention_tiers=["stop"])
+    ReviewItem.objects.create(run=run, step_index=3, detector="repetition", tier="stop", label="wrongly_killed")
+    make_run(status="succeeded", parent=run, fork_from=3, success=True)  # a fork: not a run of the dashboard
+    page = open_as(user, 1440)
+    page.goto(f"{live_server.url}/dashboard/")
+    page.wait_for_selector("[data-chart='fig-over_time'] .xtick text", timeout=20_000)
+    page.wait_for_selector("[data-chart='fig-false_kills'] .bartext", timeout=20_000)
+    shoot(page, "dashboard-1440")
+    assert page_width(page) <= 1440
+    # The group tables sit side by side or one under the other, never on top of each other.
+    tables = _boxes(page, ".group-table")
+    assert len(tables) == 3
+    for i, a in enumerate(tables):
+        for b in tables[i + 1:]:
+            overlap_x = min(a["right"], b["right"]) - max(a["left"], b["left"])
+            overlap_y = min(a["bottom"], b["bottom"]) - max(a["top"], b["top"])
+            assert overlap_x <= 0 or overlap_y <= 0, (a, b)
+    # The per-day axis shows dates.
+    ticks = page.eval_on_selector_all("[data-chart='fig-over_time'] .xtick text", "ts => ts.map(t => t.textContent)")
+    assert ticks and all(__import__("re").fullmatch(r"[A-Z][a-z]{2} \d{1,2}", t) for t in ticks), ticks
+    # Only charts with bars say "click a bar".
+    for figure in page.locator("section.charts figure").all():
+        caption = figure.locator("figcaption").inner_text()
+        if "click a bar" in caption:
+            assert figure.locator(".barlayer .point").count() > 0, caption
+    assert "click a bar" not in page.locator("figure:has([data-chart='fig-over_time']) figcaption").inner_text()
+    assert "click" not in page.locator("figure:has(a[href$='export=context']) figcaption").inner_text()
+    # The false-kill count above a full bar is inside the plot, not cut off at its top.
+    label = _boxes(page, "[data-chart='fig-false_kills'] .bartext")[0]
+    plot = _boxes(page, "[data-chart='fig-false_kills'] .nsewdrag")[0]
+    assert label["top"] >= plot["top"] - 1, (label, plot)
+    assert page.locator("[data-chart='fig-false_kills'] .bartext").text_content() == "1/1"
+    # The fork is not counted, and no policy is named "—".
+    assert page.locator(".kpi").first.inner_text().startswith("13")
+    assert "—" not in page.locator("section.groups").inner_text().split()
+    page390 = open_as(user, 390)
+    page390.goto(f"{live_server.url}/dashboard/")
+    page390.wait_for_selector("[data-chart='fig-over_time'] .xtick text", timeout=20_000)
+    shoot(page390, "dashboard-390")
+    assert page_width(page390) <= 390
+    assert not page.js_errors and not page390.js_errors

@@ -94,6 +94,7 @@ class RunFilterForm(forms.Form):
                                             ("watchdog", "watchdog"), ("user", "user")], required=False)
     anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break")],
                                required=False)
+    forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     before = forms.CharField(required=False, max_length=80)
