@@ -168,3 +168,35 @@ def test_the_dashboard_fits_the_window_and_its_charts_say_what_they_show(live_se
     shoot(page390, "dashboard-390")
     assert page_width(page390) <= 390
     assert not page.js_errors and not page390.js_errors
+
+
+# -- item 8: the run page and the run list on a phone --------------------------
+
+
+LONG_TASK = "a-task-slug-as-long-as-the-real-ones-get-2024"
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_run_page_and_the_run_list_fit_the_window(live_server, open_as, make_run, user, task, width):
+    from tracing.recorder import record_step
+    from tracing.steps import Step as StepRecord
+
+    task.slug = LONG_TASK
+    task.save()
+    for _ in range(5):
+        make_run(steps=3, model_name="gpt-4.1-mini-2025-04-14", intervention_count=1,
+                 intervention_detectors=["repetition"], intervention_tiers=["hint"], first_anchor_break=1)
+    run = make_run(steps=6, context_steps=[0, 3], context_tokens=[300, 900], first_anchor_break=4,
+                   anchor_reason="the thought names a figure no observation contains")
+    record_step(run.pk, StepRecord(index=6, kind="action", tool="search",
+                                   args={"query": "a_very_long_query_without_spaces_" * 4}))
+    page = open_as(user, width)
+    for path, name in ((f"/runs/{run.pk}/", "run"), ("/runs/", "list")):
+        page.goto(f"{live_server.url}{path}")
+        page.wait_for_load_state("networkidle")
+        shoot(page, f"{name}-{width}")
+        assert page_width(page) <= width, (path, page_width(page))
+        # The menu bar runs the whole width: the page is not wider than it.
+        bar = page.locator("header.topbar").bounding_box()
+        assert bar["x"] == 0 and bar["width"] == width
+    assert not page.js_errors

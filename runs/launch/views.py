@@ -134,7 +134,8 @@ def _pressure(run: Run) -> dict | None:
         for step, tok in zip(run.context_steps, run.context_tokens, strict=False)
     )
     marks = [{"x": round(step / last * 1000, 1), "step": step} for step in run.truncated_steps]
-    return {"points": points, "peak": peak, "last": last, "marks": marks, "turns": len(run.context_tokens)}
+    return {"points": points, "peak": peak, "mid": round(peak / 2), "last": last, "mid_step": round(last / 2),
+            "marks": marks, "turns": len(run.context_tokens)}
 
 
 def _timeline_context(run: Run, steps: list[Step]) -> dict:
