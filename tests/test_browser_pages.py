@@ -200,3 +200,35 @@ def test_the_run_page_and_the_run_list_fit_the_window(live_server, open_as, make
         bar = page.locator("header.topbar").bounding_box()
         assert bar["x"] == 0 and bar["width"] == width
     assert not page.js_errors
+
+
+# -- item 9: New run ----------------------------------------------------------
+
+
+def test_new_run_shows_what_applies_and_the_local_model_gets_text_mode(live_server, open_as, user, task,
+                                                                         monkeypatch):
+    from runs.launch.models import Run
+
+    sent = []
+    monkeypatch.setattr("runs.launch.tasks.execute_run.apply_async", lambda args, **kw: sent.append(args))
+    page = open_as(user)
+    page.goto(f"{live_server.url}/runs/new/")
+    # The simulated model (the default): its knobs, no model name.
+    assert page.is_visible("#id_sim_forget") and not page.is_visible("#id_model_name")
+    assert page.input_value("#id_mode") == "tools"
+    # An OpenAI-compatible endpoint: a model name, no simulated knobs.
+    page.select_option("#id_provider", "openai")
+    assert page.is_visible("#id_model_name") and not page.is_visible("#id_sim_forget")
+    assert page.eval_on_selector("#id_mode option[value=tools]", "o => o.disabled") is False
+    # The local model: text mode chosen for it (Tools cannot be picked), neither name nor knobs.
+    page.select_option("#id_provider", "local")
+    assert page.input_value("#id_mode") == "text"
+    assert page.eval_on_selector("#id_mode option[value=tools]", "o => o.disabled") is True
+    assert not page.is_visible("#id_model_name") and not page.is_visible("#id_sim_forget")
+    shoot(page, "new-run-local-1440")
+    page.select_option("#id_task", task.slug)
+    page.click("button:has-text('Start')")
+    page.wait_for_url("**/runs/*/")
+    run = Run.objects.get()
+    assert run.provider == "local" and run.mode == "text" and sent == [(run.pk,)]
+    assert not page.js_errors
