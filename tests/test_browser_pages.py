@@ -232,3 +232,36 @@ def test_new_run_shows_what_applies_and_the_local_model_gets_text_mode(live_serv
     run = Run.objects.get()
     assert run.provider == "local" and run.mode == "text" and sent == [(run.pk,)]
     assert not page.js_errors
+
+
+# -- item 11: policies -----------------------------------------------------------
+
+
+def test_the_policy_editor_is_a_form_with_field_errors(live_server, open_as, user):
+    from django.core.management import call_command
+
+    from runs.policies.models import Policy
+
+    call_command("loaddemo", verbosity=0)
+    page = open_as(user)
+    page.goto(f"{live_server.url}/policies/")
+    off = page.locator("tr:has(code:text-is('off'))")
+    assert "hint" not in off.inner_text() and "signals only" in off.inner_text()
+    page.goto(f"{live_server.url}/policies/new/")
+    assert page.is_visible("#id_ladder__stop_futile") and page.is_visible("#id_ladder__stop_invalid")
+    assert not page.is_visible("#id_config")  # the JSON is the advanced way, folded
+    page.fill("#id_name", "patient")
+    page.fill("#id_ladder__stop_invalid", "0")
+    page.click("button:has-text('Save')")
+    error = page.locator("p.field.has-error:has(#id_ladder__stop_invalid) .error")
+    assert "must be >= 1" in error.inner_text()
+    shoot(page, "policy-error-1440")
+    page.fill("#id_ladder__stop_invalid", "7")
+    page.click("button:has-text('Save')")
+    page.wait_for_url("**/policies/#policy-*")
+    assert Policy.objects.get(name="patient").as_policy().ladder.stop_invalid == 7
+    narrow = open_as(user, 390)
+    for path in ("/policies/", "/policies/default/edit/"):
+        narrow.goto(f"{live_server.url}{path}")
+        shoot(narrow, "policies-390" if path == "/policies/" else "policy-edit-390")
+        assert page_width(narrow) <= 390, path
