@@ -265,3 +265,43 @@ def test_the_policy_editor_is_a_form_with_field_errors(live_server, open_as, use
         narrow.goto(f"{live_server.url}{path}")
         shoot(narrow, "policies-390" if path == "/policies/" else "policy-edit-390")
         assert page_width(narrow) <= 390, path
+
+
+# -- item 7: what-if ----------------------------------------------------------------
+
+
+def test_the_trade_off_chart_spreads_its_points_and_shows_its_titles(live_server, open_as, user):
+    from django.utils import timezone
+
+    from runs.whatif.models import WhatIfJob
+    from tests.runs.whatif.test_whatif import result_row
+
+    values = [6, 8, 10, 12, 14]
+    rows = [result_row(v, stopped=s, interrupted=5, justified=(1, 2)) for v, s in zip(values, (3, 4, 2, 1, 1),
+                                                                                        strict=True)]
+    job = WhatIfJob.objects.create(key="k", created_by=user, policies=[{}] * 5, sweep_path="ladder.stop_streak",
+                                   sweep_values=values, snapshot_at=timezone.now(), status="done", result=rows,
+                                   total_runs=30, done_runs=30, duration_s=0.1)
+    for width in (1440, 390):
+        page = open_as(user, width)
+        page.goto(f"{live_server.url}/whatif/{job.pk}/")
+        page.wait_for_selector("[data-chart='fig-curve'] .scatterlayer .point", timeout=20_000)
+        shoot(page, f"whatif-{width}")
+        chart = "[data-chart='fig-curve']"
+        ticks = page.eval_on_selector_all(f"{chart} .xtick text", "ts => ts.map(t => t.textContent)")
+        assert ticks == [str(v) for v in values]
+        # Each line's points stand apart, one per value, left to right.
+        xs = page.eval_on_selector_all(f"{chart} .scatterlayer .trace:first-child .point",
+                                       "ps => ps.map(p => p.getBoundingClientRect().x)")
+        assert len(xs) == 5 and all(b - a > 20 for a, b in zip(xs, xs[1:], strict=False)), xs
+        # The axis titles are whole: inside the chart's box.
+        box = page.locator(chart).bounding_box()
+        for title in (".g-xtitle", ".g-ytitle"):
+            t = page.locator(f"{chart} {title}").bounding_box()
+            assert t["x"] >= box["x"] and t["y"] >= box["y"], title
+            assert t["x"] + t["width"] <= box["x"] + box["width"] + 1 and t["y"] + t["height"] <= box["y"] + box["height"] + 1
+        # The backwards move (8 stops more runs than 6) is explained on the page.
+        notes = page.locator(".whatif-notes").inner_text()
+        assert "At ladder.stop_streak = 8 the replay stops 4 runs against 3 at 6" in notes
+        assert page_width(page) <= width
+        assert not page.js_errors
