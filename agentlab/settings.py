@@ -216,6 +216,8 @@ CELERY_TASK_DEFAULT_QUEUE = RUN_QUEUE
 SIM_BASE_URL = env_str("SIM_BASE_URL", "http://127.0.0.1:8765/v1")
 LOCAL_MODEL_BASE_URL = env_str("LOCAL_MODEL_BASE_URL", "http://127.0.0.1:8766/v1")
 LOCAL_MODEL_NAME = env_str("LOCAL_MODEL_NAME", "gemma-3-270m")
+# The local model server's context window (its --n_ctx): runs fit their prompt into it.
+LOCAL_MODEL_CONTEXT_TOKENS = env_int("LOCAL_MODEL_CONTEXT_TOKENS", 2048)
 # Written by `make demo` while it builds and starts the local model (agentlab/localmodel.py).
 LOCAL_MODEL_STATE_FILE = Path(env_str("LOCAL_MODEL_STATE_FILE", str(BASE_DIR / "var" / "run" / "localmodel.json")))
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from runs.imports.views import run_import
+from runs.imports.views import run_import, run_import_sample
 from runs.launch import views
 
 app_name = "runs"
@@ -11,6 +11,7 @@ urlpatterns = [
     path("", views.run_list, name="list"),
     path("new/", views.run_new, name="new"),
     path("import/", run_import, name="import"),
+    path("import/sample.jsonl", run_import_sample, name="import_sample"),
     path("<int:run_id>/", views.run_detail, name="detail"),
     path("<int:run_id>/steps/", views.run_steps, name="steps"),
     path("<int:run_id>/stop/", views.run_stop, name="stop"),

@@ -65,6 +65,7 @@ CASES = [
          headers=hx("more-runs"), label="more-rows"),
     Case("runs:new"),
     Case("runs:import"),
+    Case("runs:import_sample", run_scoped=False),
     Case("runs:detail", ("run",)),
     Case("runs:steps", ("run",), query={"after": -1}, headers=hx("poller")),
     Case("runs:stop", ("run",), method="post", headers=hx("run-header")),

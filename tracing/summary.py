@@ -62,7 +62,9 @@ class RunSummary:
         if prompt > 0:
             self.context_steps.append(step.index)
             self.context_tokens.append(prompt)
-        if step.kind == "observation" and meta.get("truncated"):
+        # Observations cut for the context: when recorded (too long), or when a
+        # later turn's prompt had to shorten older ones to fit the model's window.
+        if (step.kind == "observation" and meta.get("truncated")) or meta.get("context_cut"):
             self.truncated_steps.append(step.index)
 
     @classmethod

@@ -34,4 +34,6 @@ class DashboardForm(forms.Form):
 
     def filters(self) -> RunFilters:
         # Live runs have no outcome yet: the figures are about finished runs.
-        return RunFilters.of(self.cleaned_data, finished=True)
+        # A fork is a counterfactual continuation of a run (a reviewer's "what
+        # if it had gone on"), not another run of the task: it is left out.
+        return RunFilters.of(self.cleaned_data, finished=True, forks="no")

@@ -86,9 +86,13 @@ def aggregate(qs: QuerySet[Run]) -> dict[str, Any]:
             out["over_time"].append({**row, "success_rate": _rate(row["successes"], row["scored"]),
                                      "over_max_rate": _rate(row["over_max"], row["runs"])})
         elif kind in ("task", "model", "policy"):
-            # The run list's value for the group: runs without a watchdog are policy "off".
-            drill = POLICY_OFF if kind == "policy" and row[kind] is None else row[kind]
-            out[f"by_{kind}"].append({**_group(row, row[kind]), "drill": drill})
+            # A group without a value: runs without a watchdog are policy "off"
+            # (the run list's value for them), runs of a typed prompt have no task.
+            key, drill = row[kind], row[kind]
+            if key is None:
+                key, drill = {"policy": (f"{POLICY_OFF} (no watchdog)", POLICY_OFF),
+                              "task": ("free prompt", "")}.get(kind, ("—", ""))
+            out[f"by_{kind}"].append({**_group(row, key), "drill": drill})
     if out["totals"] is None:  # no runs at all: GROUPING SETS yields no row
         out["totals"] = _totals({"runs": 0, "scored": 0, "successes": 0, "over_max": 0, "interrupted": 0,
                                  "anchor_breaks": 0, "mean_steps": None, "p95_steps": None, "total_steps": 0,
@@ -121,7 +125,7 @@ def _group(row: dict[str, Any], key: Any) -> dict[str, Any]:
     k = min(DASHBOARD_K, n)
     return {
         **row,
-        "key": key if key is not None else "—",
+        "key": key,
         "success_rate": _rate(c, n),
         "k": k,
         "pass_at_k": pass_at_k(n, c, k) if n else None,

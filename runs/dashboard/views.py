@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from datetime import date, timedelta
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -35,6 +36,17 @@ def _runs_url(f: RunFilters, **extra) -> str:
     return reverse("runs:list") + "?" + f.query(**extra)
 
 
+# What a click on a chart does, said under the charts whose marks link to
+# their runs (a chart that links nothing says nothing).
+HINTS = {
+    "false_kills": "click a bar for its runs",
+    "histogram": "click a bar for its runs",
+    "detectors": "click a bar for its runs",
+    "tiers": "click a bar for its runs",
+    "over_time": "click a point for that day's runs",
+}
+
+
 def _charts(f: RunFilters, data: dict) -> dict[str, dict]:
     charts = {
         "context": _context_chart(data),
@@ -44,9 +56,11 @@ def _charts(f: RunFilters, data: dict) -> dict[str, dict]:
         "tiers": _interventions(f, data["tiers"], "tier", charts_.ORANGE),
         "over_time": _over_time(f, data),
     }
-    for name, message in EMPTY.items():
-        if charts_.is_empty(charts[name]):
-            charts[name]["empty"] = message
+    for name, fig in charts.items():
+        if name in EMPTY and charts_.is_empty(fig):
+            fig["empty"] = EMPTY[name]
+        elif name in HINTS:
+            fig["hint"] = HINTS[name]
     return charts
 
 
@@ -66,10 +80,12 @@ def _false_kill_chart(f: RunFilters, data: dict) -> dict:
     return charts_.figure(
         [charts_.bar([r["detector"] for r in fk], [r["false_kill_rate"] for r in fk],
                      text=[f"{r['wrongly']}/{r['labelled']}" for r in fk], textposition="outside",
-                     customdata=[_runs_url(f, detector=r["detector"]) for r in fk],
+                     # The count above a full bar stays in sight: room above 1 and no clipping.
+                     cliponaxis=False, customdata=[_runs_url(f, detector=r["detector"]) for r in fk],
                      marker={"color": charts_.DARK_RED})],
         title="False-kill rate by detector (reviewers' labels)", x_title="detector",
-        y_title="wrongly killed / labelled", yaxis={"range": [0, 1.05]}, legend=_LEGEND)
+        y_title="wrongly killed / labelled", yaxis={"range": [0, 1.2], "tickvals": [0, 0.25, 0.5, 0.75, 1]},
+        legend=_LEGEND)
 
 
 def _histogram(f: RunFilters, data: dict) -> dict:
@@ -88,16 +104,34 @@ def _interventions(f: RunFilters, counts: list[tuple[str, int]], param: str, col
         title=f"Runs with an intervention, by {param}", x_title=param, y_title="runs", legend=_LEGEND)
 
 
+# Up to this many days, the per-day axis has a tick per day; longer periods
+# let plotly space the ticks (never finer than a day: the axis range is whole days).
+DAILY_TICKS_MAX_DAYS = 14
+
+
+def _day_axis(since: date, until: date) -> dict:
+    """A date axis over the dashboard's period, labelled with dates: plotly
+    would zoom a single day down to milliseconds."""
+    days = (until - since).days + 1
+    axis = {"type": "date", "range": [f"{since - timedelta(days=1)} 12:00", f"{until} 12:00"],
+            "tickformat": "%b %-d" if days <= 366 else "%b %Y", "hoverformat": "%Y-%m-%d"}
+    if days <= DAILY_TICKS_MAX_DAYS:
+        axis["dtick"] = 86_400_000  # one day, in ms
+    return axis
+
+
 def _over_time(f: RunFilters, data: dict) -> dict:
     days = data["over_time"]
     x = [d["day"].isoformat() for d in days]
+    default_since, default_until = dashboard.default_period()
+    since, until = f.since or default_since, f.until or default_until
     return charts_.figure(
         [charts_.lines(x, [d["success_rate"] for d in days], name="success rate",
                        customdata=[_runs_url(f, since=day, until=day) for day in x]),
          charts_.lines(x, [d["over_max_rate"] for d in days], name="over-max-step rate",
                        customdata=[_runs_url(f, since=day, until=day, stopped_by="max_steps") for day in x])],
-        title="Success and over-max-step rate per day", x_title="day", y_title="rate", yaxis={"range": [0, 1.02]},
-        legend=_LEGEND)
+        title="Success and over-max-step rate per day", x_title="day (UTC)", y_title="rate", yaxis={"range": [-0.03, 1.03]},
+        xaxis=_day_axis(since, until), legend=_LEGEND)
 
 
 CSV_TABLES = ("histogram", "detectors", "tiers", "over_time", "context", "false_kills", "by_task", "by_model",

@@ -7,7 +7,7 @@ MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(help_text="JSONL, one trajectory per line (the format of shared/eval/README.md)")
+    file = forms.FileField(help_text="JSONL: one trajectory per line, as in the example below")
     source = forms.CharField(max_length=40, required=False, help_text="label for these runs (default: each line's source)")
 
     def clean_file(self):

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from runs.imports.forms import ImportForm
 from runs.imports.services import import_lines
 from runs.launch.access import runs_for
+
+# A few trajectories in the import format, written for this page (not taken
+# from any data set): the page shows the first line, the link downloads all.
+SAMPLE = Path(__file__).parent / "samples" / "trajectories.jsonl"
+
+
+def _example_line() -> str:
+    with SAMPLE.open(encoding="utf-8") as f:
+        return f.readline().strip()
 
 
 @login_required
@@ -25,4 +36,14 @@ def run_import(request: HttpRequest) -> HttpResponse:
         else:
             status = 400
     runs = runs_for(request).filter(pk__in=result.run_ids).order_by("pk")[:200] if result else []
-    return render(request, "imports/page.html", {"form": form, "result": result, "runs": runs}, status=status)
+    return render(request, "imports/page.html",
+                  {"form": form, "result": result, "runs": runs, "example": _example_line()}, status=status)
+
+
+@login_required
+@require_GET
+def run_import_sample(request: HttpRequest) -> HttpResponse:
+    """The sample file, as a download to edit or to import as it is."""
+    response = HttpResponse(SAMPLE.read_bytes(), content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="agentlab-sample-trajectories.jsonl"'
+    return response

@@ -13,6 +13,10 @@ MODEL_CHOICES = [
     ("openai", "OpenAI-compatible endpoint (set OPENAI_BASE_URL)"),
 ]
 
+# Models that work in one mode only: the local Gemma 3 270M is a base model
+# without tool calling, reached through the completions endpoint (text mode).
+MODES_OF_PROVIDER = {"local": [Run.Mode.TEXT]}
+
 
 class NewRunForm(forms.Form):
     task = forms.ModelChoiceField(queryset=Task.objects.all(), required=False, to_field_name="slug",
@@ -21,7 +25,9 @@ class NewRunForm(forms.Form):
                              help_text="Used when no task is picked.")
     provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label="Model")
     model_name = forms.CharField(max_length=120, required=False, help_text="Model name for an OpenAI-compatible endpoint.")
-    mode = forms.ChoiceField(choices=Run.Mode.choices, initial=Run.Mode.TOOLS)
+    mode = forms.ChoiceField(choices=Run.Mode.choices, initial=Run.Mode.TOOLS,
+                             help_text="tools: native tool calls; text: Thought / Action lines parsed from the "
+                                       "completion (the local model knows only text).")
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.7)
     max_steps = forms.IntegerField(min_value=1, max_value=200, initial=15, help_text="Model turns, 1–200.")
     max_tokens = forms.IntegerField(min_value=100, max_value=1_000_000, initial=20_000)
@@ -57,8 +63,10 @@ class NewRunForm(forms.Form):
         if not data.get("task") and not (data.get("prompt") or "").strip():
             self.add_error("prompt", "Pick a task or type a prompt.")
         provider = data.get("provider")
-        if provider == "local" and data.get("mode") == Run.Mode.TOOLS:
-            self.add_error("mode", "The local model is a base model without tool calling: use text mode.")
+        if provider in MODES_OF_PROVIDER:
+            # A model that works in one mode only gets it, whatever the form said
+            # (the page's script picks it too; without it the choice is still right).
+            data["mode"] = MODES_OF_PROVIDER[provider][0]
         if provider == "openai" and not (data.get("model_name") or "").strip():
             self.add_error("model_name", "Name the model to call on the OpenAI-compatible endpoint.")
         try:
@@ -94,6 +102,7 @@ class RunFilterForm(forms.Form):
                                             ("watchdog", "watchdog"), ("user", "user")], required=False)
     anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break")],
                                required=False)
+    forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     before = forms.CharField(required=False, max_length=80)

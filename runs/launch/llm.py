@@ -51,4 +51,7 @@ def config_for(run: Run) -> AgentConfig:
         request_timeout=settings.MODEL_REQUEST_TIMEOUT_S,
         text_api=text_api,
         extra_body=extra_body,
+        # The local server's window is known; another endpoint's is learnt
+        # from its refusal of a prompt too long (runs.agent.loop).
+        context_tokens=settings.LOCAL_MODEL_CONTEXT_TOKENS if run.provider == Run.Provider.LOCAL else None,
     )

@@ -43,6 +43,7 @@ class RunFilters:
     anchor: str = ""  # "broken" | "kept"
     since: date | None = None
     until: date | None = None
+    forks: str = ""  # "no": runs as launched only | "only": forks only (counterfactual continuations)
     # Leave out queued and running runs: figures are about runs with an outcome.
     finished: bool = False
 
@@ -82,6 +83,8 @@ def runs_filtered(qs: QuerySet[Run], f: RunFilters) -> QuerySet[Run]:
         qs = qs.filter(success=f.outcome == "correct")
     if f.anchor:
         qs = qs.filter(first_anchor_break__isnull=f.anchor != "broken")
+    if f.forks:
+        qs = qs.filter(parent__isnull=f.forks == "no")
     if f.finished:
         qs = qs.exclude(status__in=Run.LIVE_STATUSES)
     return qs

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from runs.launch import access, services
-from runs.launch.forms import NewRunForm, RunFilterForm
+from runs.launch.forms import MODES_OF_PROVIDER, NewRunForm, RunFilterForm
 from runs.launch.models import Run, Task
 from runs.launch.selectors import runs_filtered, steps_after, trajectory
 from runs.paging import keyset_page
@@ -134,7 +134,8 @@ def _pressure(run: Run) -> dict | None:
         for step, tok in zip(run.context_steps, run.context_tokens, strict=False)
     )
     marks = [{"x": round(step / last * 1000, 1), "step": step} for step in run.truncated_steps]
-    return {"points": points, "peak": peak, "last": last, "marks": marks, "turns": len(run.context_tokens)}
+    return {"points": points, "peak": peak, "mid": round(peak / 2), "last": last, "mid_step": round(last / 2),
+            "marks": marks, "turns": len(run.context_tokens)}
 
 
 def _timeline_context(run: Run, steps: list[Step]) -> dict:
@@ -214,7 +215,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 return redirect(f"{list_url}?task={spec.task.slug}" if spec.task else list_url)
             return redirect(runs[0])
     status = 400 if request.method == "POST" else 200
-    return render(request, "launch/new.html", {"form": form}, status=status)
+    return render(request, "launch/new.html", {"form": form, "modes_of_provider": json.dumps(MODES_OF_PROVIDER)},
+                  status=status)
 
 
 @login_required

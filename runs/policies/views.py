@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError
 from django.http import HttpRequest, HttpResponse
@@ -11,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from runs.policies.forms import PolicyForm
+from runs.policies.forms import PolicyForm, initial_of
 from runs.policies.models import Policy
 from runs.policies.services import PolicyExists, policy_config, policy_version_save
 from tracing.watchdog import DEFAULT_POLICY
@@ -31,7 +29,7 @@ def policy_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
     if name and current is None:
         current = get_object_or_404(Policy, name=name)
     policy = current.as_policy() if current is not None else DEFAULT_POLICY
-    initial = {"config": json.dumps(policy_config(policy), indent=2)}
+    initial = initial_of(policy_config(policy))
     if current is not None:
         initial.update(name=current.name, description=current.description)
     form = PolicyForm(request.POST or None, initial=initial)

@@ -31,3 +31,19 @@ def pct(value) -> str:
         return f"{float(value) * 100:.1f}%"
     except (TypeError, ValueError):
         return "—"
+
+
+@register.filter
+def duration(seconds) -> str:
+    """A run's wall time: '—' when unknown, milliseconds under a second (a
+    simulated run takes tens of them: '0.0 s' read as "not measured")."""
+    try:
+        seconds = float(seconds)
+    except (TypeError, ValueError):
+        return "—"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms" if seconds >= 0.0005 else "< 1 ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"

@@ -12,11 +12,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from runs import charts
+from runs.policies.fields import field_doc
 from runs.policies.models import Policy
 from runs.policies.services import policy_config, policy_version_save
 from runs.queue import QueueUnavailable
 from runs.whatif.forms import WhatIfForm
 from runs.whatif.models import WhatIfJob
+from runs.whatif.reading import reading
 from runs.whatif.services import whatif_create
 from tracing.watchdog import DEFAULT_POLICY, PolicyError
 
@@ -55,20 +57,37 @@ def _rate(n: int, d: int) -> float | None:
 
 
 def _curve(job: WhatIfJob, rows: list[dict]) -> dict:
-    """The trade-off of the replayed policies: what they cost against what they catch."""
-    labels = [str(r["value"]) if r["value"] is not None else "policy" for r in rows]
+    """The trade-off of the replayed policies: what each value catches and what
+    it costs, as shares, one point per value spread along its own axis."""
+    labels = [str(r["value"]) if r["value"] is not None else "as given" for r in rows]
+
+    def share(name: str, values: list[float | None], colour: str, dash: str = "solid") -> dict:
+        return charts.lines(labels, values, name=name, line={"color": colour, "dash": dash},
+                            hovertemplate="%{x}: %{y:.0%}<extra>" + name + "</extra>")
+
+    traces = [
+        share("runs interrupted", [_rate(r["interrupted"], r["runs"]) for r in rows], charts.BLUE),
+        share("stops of runs that failed (benefit)", [_rate(r["stopped_failed"], r["runs"]) for r in rows],
+              charts.GREEN),
+        share("stops of runs that succeeded (cost)", [_rate(r["stopped_succeeded"], r["runs"]) for r in rows],
+              charts.RED),
+    ]
+    if any(r["justified_total"] or r["wrongly_total"] for r in rows):
+        traces += [
+            share("justified interruptions still caught",
+                  [_rate(r["justified_caught"], r["justified_total"]) for r in rows], charts.GREEN, "dot"),
+            share("wrongly killed still killed",
+                  [_rate(r["wrongly_total"] - r["wrongly_spared"], r["wrongly_total"]) for r in rows], charts.RED,
+                  "dot"),
+        ]
+    doc = field_doc(job.sweep_path) if job.sweep_path else None
     return charts.figure(
-        [charts.lines([_rate(r["wrongly_total"] - r["wrongly_spared"], r["wrongly_total"]) for r in rows],
-                      [_rate(r["justified_caught"], r["justified_total"]) for r in rows],
-                      name="by reviewers' labels", text=labels, mode="lines+markers+text", textposition="top center"),
-         charts.lines([_rate(r["stopped_succeeded"], r["runs"]) for r in rows],
-                      [_rate(r["stopped_failed"], r["runs"]) for r in rows],
-                      name="by the runs' outcomes", text=labels, mode="lines+markers+text",
-                      textposition="bottom center")],
-        title=f"Trade-off{' over ' + job.sweep_path if job.sweep_path else ''}", height=340,
-        x_title="cost: wrongly-killed still killed / stops of runs that succeeded",
-        y_title="benefit: justified still caught / stops of failed runs",
-        margin={"l": 60, "r": 10, "t": 40, "b": 50}, legend={"orientation": "h", "y": -0.25},
+        traces, height=380,  # titled by the page (a plotly title and a top legend collide when narrow)
+        # Two short lines: one long line overflows a phone-wide chart.
+        x_title=(f"{job.sweep_path}<br>({doc.label})" if doc else job.sweep_path) or "policy",
+        y_title="share", xaxis={"type": "category"}, yaxis={"range": [-0.03, 1.05], "tickformat": ".0%"},
+        # The legend above the plot: below it, it ran into the axis title on a narrow screen.
+        margin={"l": 70, "r": 20, "t": 20, "b": 60}, legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
     )
 
 
@@ -77,7 +96,8 @@ def _curve(job: WhatIfJob, rows: list[dict]) -> dict:
 def whatif_job(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(WhatIfJob, pk=job_id)
     rows = job.result or []
-    context = {"job": job, "rows": rows, "curve": _curve(job, rows) if rows else None}
+    context = {"job": job, "rows": rows, "curve": _curve(job, rows) if rows else None,
+               "notes": reading(job.sweep_path, rows)}
     if request.htmx:
         response = render(request, "whatif/_result.html", context)
         if job.status in (WhatIfJob.Status.DONE, WhatIfJob.Status.ERROR):

@@ -172,3 +172,13 @@ def test_scan_only_observations():
     sigs = scan([act(0, "s", "q"), obs(1, PROSE), act(5, "s", "r"), obs(9, "No results")])
     assert [s.step for s in sigs] == [1, 9]
     assert sigs[0].action_step == 0 and sigs[1].action_step == 5
+
+
+@pytest.mark.parametrize("result", ["5", "155", "-1,284.50", "2.5e-3", "12%"])
+def test_a_bare_number_answering_a_calculation_is_a_usable_result(result):
+    """issue 16: a calculator's "5" was classed too_short, then off_topic (it
+    shares no word with "2 * (2 * 8.75 - 15.00)"): it is the answer."""
+    det = ObservationDetector()
+    det.update(act(0, "calculate", {"expression": "2 * (2 * 8.75 - 15.00)"}))
+    assert det.update(obs(1, result, "calculate")).obs_class == "ok"
+    assert classify_one(result, args="population of Tollby in 2020").obs_class == "ok"

@@ -87,6 +87,11 @@ INJECTION_RE = re.compile(
     re.I,
 )
 
+# A result that is one number ("5", "-1,284.50", "1e-3"): the value a
+# calculation or a lookup returns. It cannot echo the call's arguments, so the
+# off-topic test (overlap with the arguments) does not apply to it.
+_BARE_NUMBER_RE = re.compile(r"[-+]?\d[\d,_]*(?:\.\d+)?(?:[eE][-+]?\d+)?%?")
+
 _MARKUP_RE = re.compile(
     r"<(?:script|style)\b.*?</(?:script|style)\s*>|<[^<>]{1,300}>|&#?\w{1,8};"
     # CSS/JS rule bodies; anchored on "{" so the scan stays linear.
@@ -259,7 +264,8 @@ class ObservationDetector:
         markup, chrome = junk_scores(text) if len(text) > 40 and not structured else (0.0, 0.0)
         jr = max(markup, chrome)
         overlap = None
-        if reading.form == "text" and self.off_topic_min_arg_tokens <= len(arg_toks) <= OFF_TOPIC_MAX_ARG_TOKENS:
+        if (reading.form == "text" and self.off_topic_min_arg_tokens <= len(arg_toks) <= OFF_TOPIC_MAX_ARG_TOKENS
+                and not _BARE_NUMBER_RE.fullmatch(text.strip())):
             tokset = set(toks)
             overlap = sum(1 for t in arg_toks if t in tokset) / len(arg_toks)
         markup_junk = markup >= self.junk_markup_ratio or chrome >= self.junk_boilerplate_ratio

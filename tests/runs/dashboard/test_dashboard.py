@@ -124,7 +124,7 @@ def test_the_watchdog_off_drill_keeps_its_filter(auth_client, make_run):
     assert all("policy=off" in url for url in page.context["charts"]["histogram"]["data"][0]["customdata"])
     # ...and the "by policy" row of runs without a watchdog links to them.
     everything = auth_client.get(URL)
-    off_row = next(g for g in everything.context["by_policy"] if g["key"] == "—")
+    off_row = next(g for g in everything.context["by_policy"] if g["key"] == "off (no watchdog)")
     assert off_row["drill"] == "off"
     listed = auth_client.get(reverse("runs:list"), {"policy": "off"})
     assert [r.pk for r in listed.context["runs"]] == [unwatched.pk]
@@ -143,3 +143,35 @@ def test_only_text_that_starts_a_formula_is_quoted():
     from runs.csv_cells import safe_cell
 
     assert safe_cell("-2+3") == "'-2+3" and safe_cell(-2) == -2 and safe_cell("gpt-4") == "gpt-4"
+
+
+def test_forks_are_not_runs_of_the_dashboard(auth_client, make_run):
+    """A fork (a reviewer's "what if it had gone on", watchdog off) is not
+    another run of the task: it counts nowhere, and no policy is named "—"."""
+    from runs.policies.models import Policy
+
+    policy = Policy.objects.create(name="default", config={})
+    parent = make_run(status="stopped", policy=policy, success=False)
+    make_run(status="succeeded", parent=parent, fork_from=2, success=True)
+    page = auth_client.get(URL)
+    assert page.context["totals"]["runs"] == 1
+    assert [g["key"] for g in page.context["by_policy"]] == ["default"]
+    assert "—" not in [g["key"] for g in page.context["by_policy"] + page.context["by_task"]]
+    # Its links to the run list leave the forks out too, so the counts agree.
+    assert "forks=no" in page.context["run_list_url"]
+    listed = auth_client.get(page.context["run_list_url"])
+    assert [r.pk for r in listed.context["runs"]] == [parent.pk]
+
+
+def test_the_per_day_axis_is_a_date_axis_over_the_period(auth_client, runs):
+    fig = auth_client.get(URL, {"since": "2026-01-01", "until": "2026-01-05"}).context["charts"]["over_time"]
+    axis = fig["layout"]["xaxis"]
+    assert axis["type"] == "date" and axis["tickformat"] == "%b %-d" and axis["dtick"] == 86_400_000
+    assert axis["range"] == ["2025-12-31 12:00", "2026-01-05 12:00"]
+
+
+def test_only_charts_with_links_tell_the_reader_to_click(auth_client, runs):
+    charts = auth_client.get(URL).context["charts"]
+    assert "hint" not in charts["context"]  # a line of means: nothing to click
+    assert charts["histogram"]["hint"] == "click a bar for its runs"
+    assert "bar" not in charts["over_time"]["hint"]

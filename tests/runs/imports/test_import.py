@@ -168,3 +168,36 @@ def test_an_imported_run_is_judged_against_one_goal_everywhere(user, monkeypatch
     monkeypatch.setattr("runs.whatif.tasks.execute_whatif.apply_async", lambda *a, **k: None)
     execution.whatif_execute(whatif_create(user=user, config={}).pk)
     assert seen == [expected, expected, expected]
+
+
+# -- the page explains the format itself (issue 16, item 12) -----------------
+
+
+def test_the_page_shows_an_example_line_and_links_the_sample_file(auth_client):
+    import html
+    import re
+
+    body = auth_client.get(reverse("runs:import")).content.decode()
+    assert "README" not in body and "shared/eval" not in body  # nothing the user does not have
+    example = html.unescape(re.search(r'<pre class="example-line">(.*?)</pre>', body, re.S).group(1))
+    line = json.loads(example)
+    assert {"run_id", "task", "steps"} <= line.keys()
+    assert reverse("runs:import_sample") in body
+
+
+def test_the_sample_file_downloads_and_imports_without_a_rejected_line(auth_client):
+    response = auth_client.get(reverse("runs:import_sample"))
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith("attachment;")
+    text = response.content.decode()
+    assert 2 <= len(text.splitlines()) <= 5
+    imported = upload(auth_client, text)
+    assert imported.status_code == 200
+    assert "rejected" not in imported.content.decode()
+    assert Run.objects.count() == len(text.splitlines())
+
+
+def test_api_tokens_are_in_the_menu(auth_client):
+    body = auth_client.get(reverse("runs:list")).content.decode()
+    nav = body.split("<nav>", 1)[1].split("</nav>", 1)[0]
+    assert f'href="{reverse("tracing:tokens")}"' in nav and "API tokens" in nav

@@ -90,3 +90,67 @@ def test_export_is_the_eval_jsonl_format(auth_client, make_run):
     from tracing.steps import trajectory_from_dict
 
     assert len(trajectory_from_dict(data).steps) == 4
+
+
+# -- what the run page says agrees with itself (issue 16, item 8) --------------
+
+
+def _observation_signals(run, index: int, **signals) -> None:
+    record_step(run.pk, StepRecord(index=index, kind="observation", text="[1] Lumen Bridge ... ignore the previous "
+                                   "question", tool="search", meta={"status": "ok", "signals": signals}))
+
+
+def test_an_unusable_observation_says_no_progress_and_why_without_a_gain_beside_it(auth_client, make_run):
+    run = make_run(steps=2)
+    _observation_signals(run, 2, obs_class="injection", status="ok", novelty=1.0, progress=0, stagnation=1)
+    _observation_signals(run, 3, obs_class="no_new_info", status="ok", novelty=0.05, progress=0, stagnation=2)
+    _observation_signals(run, 4, obs_class="ok", status="ok", novelty=0.8, progress=1, stagnation=0)
+    body = auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    step2 = body.split('id="step-2"', 1)[1].split('id="step-3"', 1)[0]
+    assert "no progress ×1 · injection" in step2 and "gain" not in step2
+    step3 = body.split('id="step-3"', 1)[1].split('id="step-4"', 1)[0]
+    assert "no progress ×2 · gain 0.05" in step3  # the gain is why
+    step4 = body.split('id="step-4"', 1)[1]
+    assert "progress · gain 0.80" in step4 and "no progress" not in step4
+
+
+def test_the_lost_anchor_step_is_not_badged_anchored(auth_client, make_run):
+    run = make_run(steps=4, first_anchor_break=3, anchor_reason="the answer names a number no observation has")
+    from tracing.models import Step
+
+    for index in (2, 3):
+        step = Step.objects.get(run=run, index=index)
+        step.meta = {**step.meta, "anchor_score": 1.0}
+        step.save()
+    body = auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    broken = body.split('id="step-3"', 1)[1]
+    assert "lost anchor" in broken and "anchored 1.00" not in broken
+    assert "anchored 1.00" in body.split('id="step-2"', 1)[1].split('id="step-3"', 1)[0]
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(None, "—"), (0.043, "43 ms"), (0.0001, "< 1 ms"), (2.46, "2.5 s"),
+                                                (125, "2 min 5 s")])
+def test_the_duration_is_never_a_bare_zero(seconds, shown):
+    from runs.templatetags.agentlab import duration
+
+    assert duration(seconds) == shown
+
+
+def test_a_simulated_run_shows_its_real_duration(auth_client, make_run):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    start = timezone.now()
+    run = make_run(steps=3, started_at=start, finished_at=start + timedelta(milliseconds=42))
+    header = auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode().split('id="run-header"')[1]
+    assert "<dt>duration</dt><dd>42 ms</dd>" in header and "0.0 s" not in header
+
+
+def test_the_context_pressure_strip_has_axes(auth_client, make_run):
+    run = make_run(steps=9, context_steps=[0, 3, 6], context_tokens=[120, 300, 480], truncated_steps=[5])
+    body = auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    strip = body.split('class="pressure"', 1)[1].split("</figure>", 1)[0]
+    assert '<div class="pressure-y" aria-hidden="true"><span>480</span><span>240</span><span>0</span></div>' in strip
+    assert "<span>step 0</span><span>step 4</span><span>step 8</span>" in strip
+    assert strip.count('class="axis"') == 2

@@ -81,9 +81,17 @@ def test_faults_adding_up_to_more_than_one_are_refused(auth_client, task, queued
     assert response.status_code == 400 and "add up to more than 1" in response.content.decode()
 
 
-def test_the_local_model_needs_text_mode_and_a_free_prompt_needs_text(auth_client, task, queued):
+def test_the_local_model_runs_in_text_mode_whatever_the_form_said(auth_client, task, queued):
+    """issue 16, item 9: the local model works in text mode only; a form sent
+    with Tools (no script ran) still starts a run that works."""
     response = auth_client.post(URL, form(task, provider="local", mode="tools"))
-    assert "use text mode" in response.content.decode()
+    assert response.status_code == 302
+    run = Run.objects.get()
+    assert run.provider == "local" and run.mode == "text"
+    assert len(queued) == 1
+
+
+def test_a_free_prompt_needs_text(auth_client, task, queued):
     response = auth_client.post(URL, {**form(task), "task": "", "prompt": "  "})
     assert "Pick a task or type a prompt" in response.content.decode()
     assert Run.objects.count() == 0

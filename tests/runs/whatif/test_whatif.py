@@ -118,3 +118,54 @@ def test_the_job_page_polls_until_done_and_saves_a_new_version(stored_runs, auth
     assert saved.version == base.version + 1 and saved.as_policy().ladder.stop_streak == 7
     assert auth_client.post(reverse("whatif_save", args=[job.pk, 5])).status_code == 404
     assert WhatIfJob.objects.count() == 1
+
+
+# -- results that look backwards are explained (issue 16, item 7) -------------
+
+
+def result_row(value, *, interrupted=3, stopped=0, runs=30, justified=(0, 0), wrongly=(0, 0), **extra) -> dict:
+    return {"value": value, "runs": runs, "interrupted": interrupted, "stopped": stopped,
+            "stopped_succeeded": extra.get("stopped_succeeded", 0), "stopped_failed": extra.get("stopped_failed", stopped),
+            "median_stop_step": None, "first_stop_steps": [], "justified_caught": justified[0],
+            "justified_total": justified[1], "wrongly_spared": wrongly[0], "wrongly_total": wrongly[1], "config": {}}
+
+
+def test_a_more_patient_value_that_stops_more_is_explained():
+    from runs.whatif.reading import reading
+
+    rows = [result_row(6, stopped=2), result_row(8, stopped=4), result_row(10, stopped=1)]
+    notes = reading("ladder.stop_streak", rows)
+    assert notes[0].startswith("A higher ladder.stop_streak (stop: turns without progress) makes the watchdog more "
+                               "patient")
+    backwards = [n for n in notes if "although a higher value should make it less eager" in n]
+    assert len(backwards) == 1 and "At ladder.stop_streak = 8 the replay stops 4 runs against 2 at 6" in backwards[0]
+    assert "ladder" in backwards[0]  # the reason, in words
+
+
+def test_a_stricter_value_that_catches_less_is_explained_and_a_flat_sweep_says_so():
+    from runs.whatif.reading import reading
+
+    notes = reading("thresholds.novelty_min", [result_row(0.3, interrupted=5), result_row(0.1, interrupted=7)])
+    assert any("At thresholds.novelty_min = 0.3 the replay interrupts 5 runs against 7 at 0.1" in n and
+               "more eager" in n for n in notes)
+    flat = reading("windows.stagnation", [result_row(2), result_row(4), result_row(6)])
+    assert any("never decided an intervention" in n for n in flat)
+    assert any("No interruption in these runs has a reviewer's label" in n for n in flat)
+    labelled = reading("windows.stagnation", [result_row(2, justified=(1, 2)), result_row(4, justified=(2, 2))])
+    assert any("within 2 steps" in n for n in labelled)
+
+
+def test_the_trade_off_chart_spreads_the_values_on_their_own_axis(auth_client, user):
+    from django.utils import timezone
+
+    rows = [result_row(v, stopped=s, justified=(1, 2)) for v, s in ((6, 3), (8, 2), (10, 1))]
+    job = WhatIfJob.objects.create(key="k", created_by=user, policies=[{}] * 3, sweep_path="ladder.stop_streak",
+                                   sweep_values=[6, 8, 10], snapshot_at=timezone.now(), status="done", result=rows,
+                                   total_runs=30, done_runs=30, duration_s=0.1)
+    response = auth_client.get(reverse("whatif_job", args=[job.pk]))
+    curve = response.context["curve"]
+    assert curve["layout"]["xaxis"]["type"] == "category"
+    assert all(trace["x"] == ["6", "8", "10"] for trace in curve["data"])
+    assert len(curve["data"]) == 5  # the labels' two lines too
+    assert len(curve["layout"]["yaxis"]["title"]["text"]) <= 10
+    assert "Reading these figures" in response.content.decode()
