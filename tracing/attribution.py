@@ -287,7 +287,11 @@ class _Run:
     def __init__(self, steps: list[Step], report: AnchorReport, task: str) -> None:
         self.steps = steps
         self.task = task
-        self.report = report
+        # The loop's own fallback answer after a stop: its words are not the
+        # agent's, so the anchor report's breaks on it are ignored.
+        fallback = {st.index for st in steps if isinstance(st.meta, dict) and st.meta.get("fallback")}
+        self.report = replace(report, breaks=[b for b in report.breaks if b.step not in fallback],
+                              findings=[f for f in report.findings if f.step not in fallback]) if fallback else report
         self.calls: list[_Call] = []
         self.final: Step | None = None
         # Answers handed in, with the environment's verdict when it gave one.
