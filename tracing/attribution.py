@@ -156,6 +156,9 @@ _ITEM_ID_RE = re.compile(r"(?<![\w#])#?(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z]
 _UPPER_RE = re.compile(r"\b(?:lower|less|cheaper|under|below)(?:\s+th[ae]n)?\s+\$?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 _LOWER_RE = re.compile(r"\b(?:more|greater|higher|over|above)(?:\s+th[ae]n)?\s+\$?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 _AMOUNT_RE = re.compile(r"\$\s*(\d+(?:,\d{3})*(?:\.\d+)?)")
+# Either bound, on lower-cased text: case-folding alternations cost ~10x, and
+# most thoughts name no bound at all (ALFWorld's say "more likely" on every turn).
+_ANY_BOUND_RE = re.compile(r"\b(?:lower|less|cheaper|under|below|more|greater|higher|over|above)(?:\s+th[ae]n)?\s+\$?\s*\d")
 
 
 @dataclass
@@ -495,8 +498,11 @@ class _Run:
                 continue
             if step.kind != "thought" or latest is None or step.index >= self.final_turn_start:
                 continue
+            text = (step.text or "")[:2000]
+            if not _ANY_BOUND_RE.search(text.lower()):
+                continue  # one scan of the thought; sentences only when it names a bound
             result = latest.text or ""
-            for sentence in re.split(r"(?<=[.!?])\s+", (step.text or "")[:2000]):
+            for sentence in re.split(r"(?<=[.!?])\s+", text):
                 if not (_UPPER_RE.search(sentence) or _LOWER_RE.search(sentence)):
                     continue
                 for item in dict.fromkeys(m.group(0) for m in _ITEM_ID_RE.finditer(sentence)):
