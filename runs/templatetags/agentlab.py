@@ -4,6 +4,8 @@ import json
 
 from django import template
 
+from runs.launch.labels import anchor_label
+
 register = template.Library()
 
 
@@ -31,3 +33,9 @@ def pct(value) -> str:
         return f"{float(value) * 100:.1f}%"
     except (TypeError, ValueError):
         return "—"
+
+
+@register.filter(name="anchor_label")
+def anchor_label_filter(pattern) -> str:
+    """An anchoring pattern or finding in plain words ("phantom_call" -> "claimed a call it never made")."""
+    return anchor_label(str(pattern or ""))

@@ -63,8 +63,9 @@ def test_it_creates_appends_and_finishes_a_run(api, user):
     response = api.post(f"/api/runs/{run.pk}/finish", {"status": "succeeded", "final_answer": "Fredville"})
     assert response.status_code == 200
     body = response.json()
-    assert (body["status"], body["step_count"], body["prompt_tokens"], body["completion_tokens"]) == (
-        "succeeded", 3, 30, 6)
+    # "succeeded" is API version 1's word for finished with success true.
+    assert (body["status"], body["success"], body["step_count"], body["prompt_tokens"], body["completion_tokens"]) == (
+        "finished", True, 3, 30, 6)
     run.refresh_from_db()
     assert run.final_answer == "Fredville" and run.finished_at is not None
     assert run.latency_ms == pytest.approx(4.5)
@@ -116,7 +117,7 @@ def test_bulk_create_writes_many_runs_with_summaries_in_one_request(api):
     assert response.status_code == 201
     ids = [r["id"] for r in response.json()["runs"]]
     stored = {r.pk: r for r in Run.objects.filter(pk__in=ids)}
-    assert [stored[i].status for i in ids] == ["succeeded", "failed", "succeeded", "failed"]
+    assert [(stored[i].status, stored[i].success) for i in ids] == [("finished", True), ("finished", False)] * 2
     assert [stored[i].step_count for i in ids] == [21, 20, 20, 20]
     assert stored[ids[0]].intervention_detectors == ["budget"]
     assert Step.objects.filter(run_id__in=ids).count() == 81

@@ -108,13 +108,13 @@ def test_loaddemo_is_idempotent_and_seeds_demo_runs_once(db):
     assert Task.objects.count() >= 20 and Document.objects.exists()
     assert Policy.objects.filter(name="default").count() == 1
     assert Run.objects.count() == 3
-    assert all(r.status in ("succeeded", "failed", "stopped") for r in Run.objects.all())
+    assert all(r.status in ("finished", "stopped") for r in Run.objects.all())
 
 
 def test_analyse_recomputes_signals_and_anchoring(db):
     call_command("importjsonl", *[str(p) for p in [EVAL / "react_exemplars" / "runs.jsonl"]], verbosity=0) \
         if EVAL.exists() else None
-    upload_run = Run.objects.create(prompt="Where was he born?", status="succeeded")
+    upload_run = Run.objects.create(prompt="Where was he born?", status="finished")
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord
 

@@ -62,7 +62,7 @@ def test_poll_returns_only_steps_after_the_cursor(auth_client, make_run):
 
 
 def test_poll_stops_when_the_run_is_over_and_nothing_is_new(auth_client, make_run):
-    run = make_run(steps=3, status=Run.Status.SUCCEEDED)
+    run = make_run(steps=3, status=Run.Status.FINISHED)
     response = auth_client.get(reverse("runs:steps", args=[run.pk]), {"after": 2}, headers={"HX-Request": "true"})
     assert response.status_code == 286
     assert 'id="run-header"' in response.content.decode()

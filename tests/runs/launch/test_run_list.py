@@ -17,12 +17,12 @@ def test_it_requires_login(client):
 
 
 def test_it_lists_runs_with_status_task_model_steps(auth_client, make_run):
-    make_run(steps=3, status=Run.Status.SUCCEEDED, success=True)
+    make_run(steps=3, status=Run.Status.FINISHED, success=True)
     response = auth_client.get(URL)
     body = response.content.decode()
     assert response.status_code == 200
     assert "capital-demo" in body
-    assert "succeeded" in body
+    assert "finished" in body
     assert "simulated" in body  # the sim model is labelled everywhere
 
 
@@ -35,7 +35,7 @@ def test_it_runs_a_constant_number_of_queries(auth_client, make_run, django_asse
 
 
 def test_it_filters_by_status_and_model(auth_client, make_run):
-    ok = make_run(status=Run.Status.SUCCEEDED, model_name="sim")
+    ok = make_run(status=Run.Status.FINISHED, model_name="sim")
     bad = make_run(status=Run.Status.ERROR, model_name="gpt-x")
     body = auth_client.get(URL, {"status": "error"}).content.decode()
     assert f'href="/runs/{bad.pk}/"' in body and f'href="/runs/{ok.pk}/"' not in body
@@ -88,7 +88,7 @@ def test_htmx_next_page_returns_rows_only(auth_client, make_run):
 def test_htmx_filter_form_gets_the_page(auth_client, make_run):
     # The filter form swaps #run-table out of the whole page (hx-select).
     make_run()
-    response = auth_client.get(URL, {"status": "succeeded"}, headers=hx("run-table"))
+    response = auth_client.get(URL, {"status": "finished"}, headers=hx("run-table"))
     assert 'id="run-table"' in response.content.decode()
 
 

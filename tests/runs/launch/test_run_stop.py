@@ -50,9 +50,9 @@ def test_a_running_run_is_asked_to_stop_and_its_loop_sees_it(make_run, revoked):
 
 
 def test_an_ended_run_is_left_as_it_is(make_run, revoked):
-    run = make_run(status="succeeded")
+    run = make_run(status="finished")
     after = services.run_stop(run=run)
-    assert (after.status, after.stop_requested) == ("succeeded", False) and not revoked
+    assert (after.status, after.stop_requested) == ("finished", False) and not revoked
 
 
 def test_the_stop_button_answers_htmx_with_the_header_and_a_form_with_a_redirect(auth_client, make_run, revoked):
