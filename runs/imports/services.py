@@ -178,7 +178,7 @@ def import_lines(lines: Iterable[bytes | str], *, owner=None, source: str = "") 
             text = _decode(raw)
             if not text.strip():
                 continue
-            data = loads_strict(text, "the line")
+            data = loads_strict(text, "the line", "line")
             run, created = import_trajectory(trajectory_from_dict(data), owner=owner, source=source)
         except (TrajectoryError, ApiError) as exc:
             result.errors.append((lineno, str(exc)))

@@ -70,10 +70,11 @@ def _finite(text: str) -> float:
     return value
 
 
-def loads_strict(text: str, where: str = "body") -> Any:
+def loads_strict(text: str, where: str = "the body", root: str = "body") -> Any:
     """JSON as Postgres' jsonb takes it: no NaN / Infinity (Python reads them,
     jsonb refuses them mid-write), no number past a float's range, no integer
-    too long to convert, no lone UTF-16 surrogate escape. Raises ApiError."""
+    too long to convert, no lone UTF-16 surrogate escape. Raises ApiError naming
+    `where` (the whole text) or the path from `root` to the bad string."""
     try:
         data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
@@ -83,7 +84,7 @@ def loads_strict(text: str, where: str = "body") -> Any:
     except ValueError as exc:  # the constants and floats above; Python's limit on integer digits
         raise ApiError(f"{where} is not acceptable JSON: {exc}") from exc
     if _SURROGATE_ESCAPE.search(text):
-        _check_strings(data, where)
+        _check_strings(data, root)
     return data
 
 
@@ -92,7 +93,7 @@ def load_json(raw: bytes) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(f"the body is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from exc
-    return loads_strict(text, "the body")
+    return loads_strict(text)
 
 
 def _check_strings(value: Any, where: str) -> None:
@@ -142,7 +143,8 @@ def _str(value: Any, where: str, *, max_chars: int | None = None) -> str:
         raise ApiError(f"{where} must be a string, not {type(value).__name__}")
     if max_chars is not None and len(value) > max_chars:
         raise ApiError(f"{where} is longer than {max_chars} characters")
-    return value
+    # Postgres text cannot hold NUL; tool output and pasted binaries do.
+    return value.replace("\x00", "\ufffd") if "\x00" in value else value
 
 
 def _object(value: Any, where: str) -> dict:

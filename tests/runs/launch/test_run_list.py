@@ -142,3 +142,43 @@ def test_a_sorted_page_keeps_a_constant_number_of_queries(auth_client, make_run,
         auth_client.get(URL, {"sort": "-steps"})
     body = auth_client.get(URL, {"sort": "-steps"}).content.decode()
     assert "steps ▼" in body and "sort=steps" in body  # the header flips the order
+
+
+def test_the_anchoring_filter_offers_every_pattern(auth_client, make_run, django_assert_num_queries):
+    from tracing.anchoring import PATTERNS
+
+    phantom = make_run(first_anchor_break=2, anchor_reason="r", anchor_evidence={"pattern": "phantom_call"})
+    stale = make_run(first_anchor_break=4, anchor_reason="r", anchor_evidence={"pattern": "stale_value"})
+    kept = make_run()
+    # 1 session, 2 user, 3 runs page (with task joined), 4 task choices for the filter
+    with django_assert_num_queries(4):
+        response = auth_client.get(URL, {"anchor": "phantom_call"})
+    body = response.content.decode()
+    for pattern in PATTERNS:
+        assert f'<option value="{pattern}"' in body
+    assert "lost it: claimed a call it never made" in body
+    assert f'href="/runs/{phantom.pk}/"' in body
+    assert f'href="/runs/{stale.pk}/"' not in body and f'href="/runs/{kept.pk}/"' not in body
+    body = auth_client.get(URL, {"anchor": "broken"}).content.decode()
+    assert f'href="/runs/{phantom.pk}/"' in body and f'href="/runs/{stale.pk}/"' in body
+    assert auth_client.get(URL, {"anchor": "nonsense"}).context["runs"] == []
+
+
+def test_outcome_filters_include_unscored(auth_client, make_run):
+    right, wrong, unscored = make_run(success=True), make_run(success=False), make_run(success=None)
+    ids = {o: {r.pk for r in auth_client.get(URL, {"outcome": o}).context["runs"]}
+           for o in ("correct", "wrong", "unscored")}
+    assert ids == {"correct": {right.pk}, "wrong": {wrong.pk}, "unscored": {unscored.pk}}
+
+
+def test_an_old_link_with_a_status_that_is_now_an_outcome_still_works(auth_client, make_run):
+    right, wrong = make_run(success=True), make_run(success=False)
+    live = make_run(status="running")
+    assert [r.pk for r in auth_client.get(URL, {"status": "succeeded"}).context["runs"]] == [right.pk]
+    assert [r.pk for r in auth_client.get(URL, {"status": "failed"}).context["runs"]] == [wrong.pk]
+    assert live.pk not in [r.pk for r in auth_client.get(URL, {"status": "finished"}).context["runs"]]
+
+
+def test_the_status_filter_offers_finished_not_succeeded(auth_client):
+    body = auth_client.get(URL).content.decode()
+    assert '<option value="finished">' in body and '<option value="succeeded"' not in body
