@@ -8,7 +8,7 @@ ANCHOR_LABELS = {
     "phantom_call": "claimed a call it never made",
     "stale_value": "used an out-of-date value",
     "wrong_record": "took a value from the wrong record",
-    "unconfirmed_success": "claimed success after a failure",
+    "unconfirmed_success": "claimed success after an error or empty result",
     "unsupported_claim": "claim nothing observed supports",
     "wrong_relation": "answer from the wrong relation",
     "requery": "asked again for what it had",

@@ -158,12 +158,14 @@ class Run(models.Model):
     seed = models.BigIntegerField(null=True, blank=True)
     # Simulated-model knobs and other per-run settings (fault injection...).
     settings = models.JSONField(default=dict, blank=True)
+    # The new columns have database defaults too, so rows written by raw SQL
+    # (COPY in benches, writers from before them) stay valid.
     # What the agent was told before its first step (tracing.steps.parse_context:
     # {"system": str, "tools": [...]}); evidence for the detectors.
-    context = models.JSONField(default=dict, blank=True)
+    context = models.JSONField(default=dict, db_default={}, blank=True)
     # The id of an imported run in its source file: (owner, source, this) is
     # unique, so importing the same file again finds the runs it made.
-    source_run_id = models.CharField(max_length=200, blank=True, default="")
+    source_run_id = models.CharField(max_length=200, blank=True, default="", db_default="")
     # No policy: the watchdog is off (signals are still computed and shown).
     policy = models.ForeignKey(Policy, on_delete=models.PROTECT, null=True, blank=True, related_name="runs")
 
@@ -203,7 +205,7 @@ class Run(models.Model):
     anchor_evidence = models.JSONField(default=dict, blank=True)
     # Worth a look but not a break (tracing.anchoring FINDINGS): [{"step",
     # "pattern", "reason", ...}], written with the anchor break.
-    anchor_findings = models.JSONField(default=list, blank=True)
+    anchor_findings = models.JSONField(default=list, db_default=[], blank=True)
 
     objects = RunQuerySet.as_manager()
 

@@ -51,17 +51,17 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='run',
             name='anchor_findings',
-            field=models.JSONField(blank=True, default=list),
+            field=models.JSONField(blank=True, db_default=[], default=list),
         ),
         migrations.AddField(
             model_name='run',
             name='context',
-            field=models.JSONField(blank=True, default=dict),
+            field=models.JSONField(blank=True, db_default={}, default=dict),
         ),
         migrations.AddField(
             model_name='run',
             name='source_run_id',
-            field=models.CharField(blank=True, default='', max_length=200),
+            field=models.CharField(blank=True, db_default='', default='', max_length=200),
         ),
         migrations.AlterField(
             model_name='run',

@@ -121,11 +121,11 @@ def test_a_dialogue_reads_as_user_turns_and_replies(auth_client, make_run):
     run = _dialogue_run(make_run)
     body = auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
     row = {i: body.split(f'id="step-{i}"')[0].rsplit("<div class=", 1)[1] for i in range(6)}
-    assert "role-user" in row[0] and "reply" in row[3] and "role-system" in row[4]
+    assert "row-user" in row[0] and "row-reply" in row[3] and "row-system" in row[4] and "row-action" in row[1]
     # Readable without colour: the tag says it in words.
-    assert '<span class="tag tag-user" title="observation · role user">user</span>' in body
-    assert '<span class="tag tag-reply" title="action · role assistant">reply</span>' in body
-    assert '<span class="tag tag-system" title="observation · role system">system</span>' in body
+    assert '<span class="tag tag-user">user</span>' in body
+    assert '<span class="tag tag-reply">reply</span>' in body
+    assert '<span class="tag tag-system">system</span>' in body
     assert '<span class="tag tag-action">action</span>' in body  # a tool call stays an action
     reply = body.split('id="step-3"')[1].split('id="step-4"')[0]
     assert '<div class="text clamp">Refunded to your visa.</div>' in reply and 'class="tool"' not in reply
@@ -150,9 +150,8 @@ def test_the_break_pattern_and_findings_are_explained_and_jump_to_their_step(aut
     body = auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
     assert "first anchor break: step 3 · claimed a call it never made" in body
     assert "Lost anchor here (claimed a call it never made):</strong> step 3 says the refund was made" in body
-    assert ('<a class="chip chip-finding" href="#step-5" title="no observation names &lt;it&gt;">'
-            "answered from memory: step 5</a>") in body
-    assert "Worth a look (answered from memory):</strong> no observation names &lt;it&gt;" in body
+    assert ('<a class="chip chip-finding" href="#step-5">worth a look: answered from memory, step 5</a> '
+            '<span class="anchor-summary">no observation names &lt;it&gt;</span>') in body
 
 
 @pytest.mark.parametrize("pattern", ["phantom_call", "stale_value", "wrong_record", "rejected_resubmission",
