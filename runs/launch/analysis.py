@@ -54,8 +54,8 @@ def _records(runs: Sequence[Run]) -> dict[int, tuple[list[StepRecord], dict[int,
     return out
 
 
-def _update_from_values(table: str, key: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None:
-    """UPDATE table SET col = v.col ... FROM (VALUES ...) in statements of WRITE_ROWS rows."""
+def _update_from_values(table: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None:
+    """UPDATE table SET col = v.col ... FROM (VALUES (id, ...)) in statements of WRITE_ROWS rows."""
     casts = ", ".join(["%s::bigint", *(f"%s::{cast}" for _, cast in columns)])
     names = ", ".join(["id", *(name for name, _ in columns)])
     sets = ", ".join(f"{name} = v.{name}" for name, _ in columns)
@@ -63,7 +63,7 @@ def _update_from_values(table: str, key: str, columns: Sequence[tuple[str, str]]
         for start in range(0, len(rows), WRITE_ROWS):
             part = rows[start:start + WRITE_ROWS]
             values = ", ".join([f"({casts})"] * len(part))
-            cur.execute(f"UPDATE {table} t SET {sets} FROM (VALUES {values}) AS v({names}) WHERE t.{key} = v.id",
+            cur.execute(f"UPDATE {table} t SET {sets} FROM (VALUES {values}) AS v({names}) WHERE t.id = v.id",
                         [value for row in part for value in row])
 
 
@@ -89,8 +89,8 @@ def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False) -> 
         run_rows.append((run.pk, cols["first_anchor_break"], cols["anchor_reason"], clean_json(cols["anchor_evidence"]),
                          clean_json(cols["anchor_findings"])))
     with transaction.atomic():
-        _update_from_values("tracing_step", "id", [("meta", "jsonb")], step_rows)
-        _update_from_values(connection.ops.quote_name(Run._meta.db_table), "id",
+        _update_from_values(connection.ops.quote_name(Step._meta.db_table), [("meta", "jsonb")], step_rows)
+        _update_from_values(connection.ops.quote_name(Run._meta.db_table),
                             [("first_anchor_break", "int"), ("anchor_reason", "text"), ("anchor_evidence", "jsonb"),
                              ("anchor_findings", "jsonb")], run_rows)
     return len(runs)

@@ -66,8 +66,8 @@ def _curve(job: WhatIfJob, rows: list[dict]) -> dict:
                       name="by the runs' outcomes", text=labels, mode="lines+markers+text",
                       textposition="bottom center")],
         title=f"Trade-off{' over ' + job.sweep_path if job.sweep_path else ''}", height=340,
-        x_title="cost: wrongly-killed still killed / stops of runs that succeeded",
-        y_title="benefit: justified still caught / stops of failed runs",
+        x_title="cost: wrongly-killed still killed / stops of correct runs",
+        y_title="benefit: justified still caught / stops of wrong runs",
         margin={"l": 60, "r": 10, "t": 40, "b": 50}, legend={"orientation": "h", "y": -0.25},
     )
 
