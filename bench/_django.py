@@ -14,8 +14,8 @@ EVAL_DIR = ROOT.parent / "shared" / "eval"
 # Settings refuse to start without a key when DEBUG is off; benches use scratch
 # databases only (servers they start inherit it).
 os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-serving-0123456789abcdef")
-# Benches that time pages use Django's test client, whose host is "testserver".
-os.environ.setdefault("ALLOWED_HOSTS", "localhost,127.0.0.1,testserver")
+# Django's test client, which the page benches drive, calls itself "testserver".
+os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost,127.0.0.1,[::1]")
 
 
 def setup(db_name: str | None = None) -> None:

@@ -59,7 +59,7 @@ def _run_row(i: int, traj, rng: random.Random) -> str:
     return "\t".join([
         str(i + 1), _esc(traj.task[:2000]) if real else f"q{i}", "import" if real else "agentlab", "sim",
         rng.choice(["sim", "gpt-4o-mini", "gemma-3-270m"]), "", "0.7", rng.choice(["tools", "text"]), "30",
-        "20000", "{}", "succeeded", "f", "max_steps" if "budget" in d else "", "", "", "t" if success else "f",
+        "20000", "{}", "finished", "f", "max_steps" if "budget" in d else "", "", "", "t" if success else "f",
         created, created, created, "", str(steps), str(steps * 300), str(steps * 40), str(steps * 50.0),
         str(len(d)), "{" + ",".join(d) + "}", "{" + ",".join(tiers) + "}",
         str(rng.randint(1, steps)) if rng.random() < 0.2 else "\\N", "", "{}",

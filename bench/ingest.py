@@ -68,7 +68,7 @@ def _api_bodies(trajectories, tag: str) -> list[bytes]:
         runs.append({
             "prompt": traj.task, "model": str(traj.meta.get("model") or ""), "agent": traj.source,
             "external_id": f"{tag}:{traj.source}:{traj.run_id}", "steps": [_step_dict(s) for s in traj.steps],
-            "finish": {"status": "succeeded" if traj.success else "failed", "success": traj.success},
+            "finish": {"status": "finished", "success": traj.success},
             "analyse": False,
         })
         count += len(traj.steps)
@@ -171,19 +171,20 @@ def _raw_copy(trajectories, owner) -> float:
     from runs.launch.models import Run
     from tracing.recorder import clean_json as _json
     from tracing.recorder import clean_text as _clean
+    from tracing.steps import role_of
 
-    runs = [Run(owner=owner, prompt=t.task, provider="import", source="copy", status="succeeded")
+    runs = [Run(owner=owner, prompt=t.task, provider="import", source="copy", status="finished")
             for t in trajectories]
     Run.objects.bulk_create(runs)
     now = timezone.now()
     rows = [
-        (run.pk, s.index, s.kind, _clean(s.text), _clean(s.tool or ""), _json(s.args), _json(s.meta or {}), 0, 0,
+        (run.pk, s.index, s.kind, role_of(s), _clean(s.text), _clean(s.tool or ""), _json(s.args), _json(s.meta or {}), 0, 0,
          0.0, now)
         for run, traj in zip(runs, trajectories, strict=True) for s in traj.steps
     ]
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cur, cur.cursor.copy(
-        "COPY tracing_step (run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, "
+        "COPY tracing_step (run_id, index, kind, role, text, tool, args, meta, prompt_tokens, completion_tokens, "
         "latency_ms, created_at) FROM STDIN"
     ) as copy:
         for row in rows:

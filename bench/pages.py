@@ -11,13 +11,16 @@ through Django's test client (server time: no network, no browser).
 from __future__ import annotations
 
 import io
+import json
+import os
 import random
 import statistics
 import time
 
 import _django
 
-DB = "agentlab_bench_pages"
+# BENCH_DB: another scratch database, so two checkouts can measure side by side.
+DB = os.environ.get("BENCH_DB", "agentlab_bench_pages")
 N_RUNS = 100_000
 
 
@@ -26,24 +29,28 @@ def seed() -> tuple[int, int]:
     from django.db import connection
 
     from runs.launch.models import Run, Task
+    from tracing.anchoring import PATTERNS
     from tracing.recorder import record_step
     from tracing.steps import Step
 
     User.objects.create_user("bench", password="bench")
     tasks = [Task.objects.create(slug=f"task-{i}", title=f"Task {i}", prompt=f"Question {i}?", gold_answer="x") for i in range(25)]
     rng = random.Random(7)
-    statuses = ["succeeded", "failed", "stopped", "error", "succeeded", "succeeded"]
+    statuses = ["finished", "finished", "stopped", "error", "finished", "finished"]
     buf = io.StringIO()
     for i in range(N_RUNS):
         t = rng.choice(tasks)
         created = f"2026-{1 + i * 10 // N_RUNS:02d}-{1 + (i % 27):02d} {i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d}.{i % 1000000:06d}+00"
         status = rng.choice(statuses)
-        buf.write("\t".join([
+        row = [
             str(t.pk), t.prompt, "\\N", "\\N", "agentlab", "sim", rng.choice(["sim", "gpt-4o-mini", "gemma-3-270m"]), "",
             "0.7", rng.choice(["tools", "text"]), "15", "20000", str(i), "{}", status, "f", "", "", "x",
             rng.choice(["t", "f"]), created, created, created, "", str(rng.randint(3, 60)), "1000", "100", "50.0",
             "0", "{}", "{}", str(rng.randint(1, 9)) if rng.random() < 0.2 else "\\N", "", "{}", "{}", "{}", "{}",
-        ]) + "\n")
+        ]
+        if row[31] != "\\N":  # an anchor break: of one of the patterns, in turn
+            row[33] = json.dumps({"pattern": PATTERNS[i % len(PATTERNS)]})
+        buf.write("\t".join(row) + "\n")
     cols = ("task_id, prompt, group_id, owner_id, source, provider, model_name, base_url, temperature, mode, max_steps, "
             "max_tokens, seed, settings, status, stop_requested, stopped_by, reason, final_answer, success, created_at, "
             "started_at, finished_at, celery_id, step_count, prompt_tokens, completion_tokens, latency_ms, "
@@ -53,7 +60,7 @@ def seed() -> tuple[int, int]:
         copy.write(buf.getvalue())
     with connection.cursor() as cur:
         cur.execute("ANALYZE runs_run")
-    big = Run.objects.create(task=tasks[0], prompt="300 steps", status="succeeded")
+    big = Run.objects.create(task=tasks[0], prompt="300 steps", status="finished")
     kinds = ["thought", "action", "observation"]
     for i in range(300):
         kind = kinds[i % 3]
@@ -67,6 +74,15 @@ def seed() -> tuple[int, int]:
     run_analyse(big.pk, recompute_signals=True)
     Run.objects.filter(pk=big.pk).update(first_anchor_break=150, anchor_reason="bench: a break half-way down")
     return big.pk, tasks[3].pk
+
+
+def _dialogue_run() -> int:
+    """The longest tau2-bench dialogue of shared/eval, imported (user turns, replies, a 24 KB context)."""
+    from runs.imports.services import import_lines
+
+    with (_django.EVAL_DIR / "tau2_retail_telecom" / "runs.jsonl").open(encoding="utf-8") as fh:
+        line = max(fh, key=lambda raw: len(json.loads(raw)["steps"]))
+    return import_lines([line]).run_ids[0]
 
 
 def timed(client, url: str, n: int = 30) -> list[float]:
@@ -100,11 +116,14 @@ def main() -> None:
         "run list, status=error": "/runs/?status=error",
         "run list, task filter": "/runs/?task=task-3",
         "run list, model + mode": "/runs/?model=gpt-4o-mini&mode=text",
+        # status=failed is an old link: read as finished with outcome wrong.
         "run list, task + status + date range": "/runs/?task=task-5&status=failed&since=2026-03-01&until=2026-06-30",
         "run list, lost anchor": "/runs/?anchor=broken",
         "run list, sorted by steps": "/runs/?sort=-steps",
         "run list, sorted by tokens": "/runs/?sort=tokens",
         "run list, steps-sorted + status": "/runs/?sort=-steps&status=failed",
+        "run list, lost anchor: phantom call": "/runs/?anchor=phantom_call",
+        "run page, tau2 dialogue + context": f"/runs/{_dialogue_run()}/",
     }
     print(f"{'case':42} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}")
     for name, url in cases.items():

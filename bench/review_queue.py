@@ -66,7 +66,7 @@ def _seed_runs(rng: random.Random) -> list[tuple]:
     runs = []
     for i in range(N_RUNS):
         task = rng.choice(tasks)
-        runs.append(Run(task=task, prompt=task.prompt, status=rng.choice(["stopped", "failed", "succeeded"]),
+        runs.append(Run(task=task, prompt=task.prompt, status=rng.choice(["stopped", "finished", "finished"]),
                         model_name=rng.choice(["sim", "gpt-4o-mini", "gemma-3-270m"]), policy=rng.choice(policies),
                         seed=i, step_count=STEPS, intervention_count=len(INTERRUPTIONS)))
     Run.objects.bulk_create(runs, batch_size=2000)

@@ -41,7 +41,7 @@ def make_run(db, task, user):
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord
 
-    def make(*, steps: int = 0, status: str = "succeeded", **fields):
+    def make(*, steps: int = 0, status: str = "finished", **fields):
         defaults = {"task": task, "prompt": task.prompt, "owner": user, "status": status, "seed": next(_counter)}
         defaults.update(fields)
         run = Run.objects.create(**defaults)

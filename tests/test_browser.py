@@ -74,7 +74,7 @@ def test_a_user_starts_a_run_and_watches_its_steps_arrive(stack, page):
     while run.is_live and time.monotonic() < deadline:
         time.sleep(0.2)
         run.refresh_from_db()
-    page.wait_for_selector("#run-header .status-succeeded", timeout=10_000)
+    page.wait_for_selector("#run-header .status-finished", timeout=10_000)
     rows = page.locator("#timeline .step").count()
     assert rows == Step.objects.filter(run=run).count() == run.step_count
     # Every index once, in order.
@@ -91,7 +91,7 @@ def test_a_step_with_markup_is_shown_as_text_in_the_browser(live_server, page, t
     from tracing.steps import Step as StepRecord
 
     get_user_model().objects.create_user("eve", password="pw")
-    run = Run.objects.create(prompt="x", status="succeeded")
+    run = Run.objects.create(prompt="x", status="finished")
     record_step(run.pk, StepRecord(index=0, kind="observation", text="<script>window.pwned=1</script><b>bold</b>"))
     page.goto(f"{live_server.url}/accounts/login/?next=/runs/{run.pk}/")
     page.fill("#id_username", "eve")

@@ -122,14 +122,14 @@ def test_the_dashboard_fits_the_window_and_its_charts_say_what_they_show(live_se
     from runs.reviews.models import ReviewItem
 
     for i in range(12):
-        make_run(status="succeeded" if i % 3 else "failed", success=bool(i % 3), step_count=4 + i,
+        make_run(status="finished", success=bool(i % 3), step_count=4 + i,
                  model_name=f"a-rather-long-model-name-{i % 4}", intervention_count=i % 2,
                  intervention_detectors=["repetition"] if i % 2 else [], intervention_tiers=["hint"] if i % 2 else [],
                  context_steps=[0, 2, 4], context_tokens=[100, 180 + i, 260 + i])
     run = make_run(status="stopped", success=False, intervention_count=1, intervention_detectors=["repetition"],
                    intervention_tiers=["stop"])
     ReviewItem.objects.create(run=run, step_index=3, detector="repetition", tier="stop", label="wrongly_killed")
-    make_run(status="succeeded", parent=run, fork_from=3, success=True)  # a fork: not a run of the dashboard
+    make_run(status="finished", parent=run, fork_from=3, success=True)  # a fork: not a run of the dashboard
     page = open_as(user, 1440)
     page.goto(f"{live_server.url}/dashboard/")
     page.wait_for_selector("[data-chart='fig-over_time'] .xtick text", timeout=20_000)

@@ -114,7 +114,9 @@ def _run_summary(run) -> dict:
         "step_count": run.step_count, "prompt_tokens": run.prompt_tokens,
         "completion_tokens": run.completion_tokens, "latency_ms": run.latency_ms,
         "intervention_count": run.intervention_count, "final_answer": run.final_answer, "success": run.success,
-        "first_anchor_break": getattr(run, "first_anchor_break", None), "settings": run.settings,
+        "first_anchor_break": getattr(run, "first_anchor_break", None),
+        "anchor_pattern": (getattr(run, "anchor_evidence", None) or {}).get("pattern"),
+        "anchor_findings": getattr(run, "anchor_findings", None) or [], "settings": run.settings,
         "url": run.get_absolute_url(),
     }
 

@@ -8,7 +8,14 @@
         run.action("search", {"query": "Dream of the Red Chamber author"})
         run.observation("Cao Xueqin wrote ...", tool="search")
         run.final("Cao Xueqin")
-    # leaving the block flushes the batch and finishes the run (as "error" on an exception)
+        run.success = True   # when the agent knows its outcome; else it stays unscored
+    # leaving the block flushes the batch and finishes the run (as "error" on an
+    # exception, "stopped" on Ctrl-C)
+
+A dialogue: ``run.user("I want to return my order")`` for the user's turns,
+``run.reply("Which order?")`` for the agent's; ``context={"system": ..., "tools":
+[...]}`` on ``client.run`` for what the agent was told. Any step takes ``role=``
+(assistant, tool, user, system, watchdog) when its kind and tool do not say it.
 
 Steps are buffered and sent in batches; every request is retried with backoff
 on connection errors, 429 and 5xx. Retrying is safe: steps are idempotent on
@@ -102,10 +109,12 @@ class Client:
     # -- the API, one call each --
 
     def create_run(self, prompt: str = "", *, model: str = "", agent: str = "", external_id: str | None = None,
-                   conversation_id: str = "", metadata: dict | None = None) -> dict:
+                   conversation_id: str = "", metadata: dict | None = None, context: dict | None = None) -> dict:
         body = {"prompt": prompt, "model": model, "agent": agent,
                 "external_id": external_id or uuid.uuid4().hex, "conversation_id": conversation_id,
                 "metadata": metadata or {}}
+        if context:
+            body["context"] = context
         return self.request("POST", "/api/runs", body)["runs"][0]
 
     def append(self, run_id: int, steps: list[dict]) -> dict:
@@ -116,8 +125,10 @@ class Client:
             result["duplicates"] += part["duplicates"]
         return result
 
-    def finish(self, run_id: int, status: str = "succeeded", *, final_answer: str = "", reason: str = "",
+    def finish(self, run_id: int, status: str = "finished", *, final_answer: str = "", reason: str = "",
                success: bool | None = None) -> dict:
+        """End the run: status "finished" (the agent ended on its own), "stopped"
+        (a person stopped it) or "error"; `success` is its outcome when known."""
         body = {"status": status, "final_answer": final_answer, "reason": reason, "success": success}
         return self.request("POST", f"/api/runs/{run_id}/finish", body)
 
@@ -150,18 +161,23 @@ class RunRecorder:
         self.url: str = client.base_url + created.get("url", "")
         self.next_index = 0
         self.final_answer: str | None = None
+        # The outcome, when the agent knows it (a test passed, a reward): sent
+        # when the block ends. None leaves the run unscored.
+        self.success: bool | None = None
         self.finished = False
         self._buffer: list[dict] = []
         self._oldest = 0.0
 
     def step(self, kind: str, text: str = "", *, tool: str | None = None, args: Any = None,
              meta: dict | None = None, prompt_tokens: int = 0, completion_tokens: int = 0,
-             latency_ms: float = 0.0) -> int:
+             latency_ms: float = 0.0, role: str | None = None) -> int:
         index = self.next_index
         self.next_index += 1
-        self._buffer.append({"index": index, "kind": kind, "text": text, "tool": tool, "args": args,
-                             "meta": meta or {}, "prompt_tokens": prompt_tokens,
-                             "completion_tokens": completion_tokens, "latency_ms": latency_ms})
+        step = {"index": index, "kind": kind, "text": text, "tool": tool, "args": args, "meta": meta or {},
+                "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "latency_ms": latency_ms}
+        if role is not None:
+            step["role"] = role  # else the server infers it from kind and tool
+        self._buffer.append(step)
         if len(self._buffer) == 1:
             self._oldest = time.monotonic()
         if len(self._buffer) >= self.batch_size or time.monotonic() - self._oldest >= self.flush_interval:
@@ -179,6 +195,18 @@ class RunRecorder:
         meta = {"status": status, **(kw.pop("meta", None) or {})}
         return self.step("observation", text, tool=tool, meta=meta, **kw)
 
+    def user(self, text: str, **kw: Any) -> int:
+        """The user's turn in a dialogue: evidence for the agent, never a tool's result."""
+        return self.step("observation", text, tool="user", role="user", **kw)
+
+    def reply(self, text: str, **kw: Any) -> int:
+        """The agent's message to the user (a turn of the dialogue, not a tool call)."""
+        return self.step("action", text, tool="respond", args={"content": text}, role="assistant", **kw)
+
+    def system(self, text: str, **kw: Any) -> int:
+        """A system or developer note met mid-run (a policy reminder, a handoff)."""
+        return self.step("observation", text, tool="system", role="system", **kw)
+
     def final(self, answer: str, **kw: Any) -> int:
         self.final_answer = answer
         return self.step("final", answer, **kw)
@@ -191,11 +219,13 @@ class RunRecorder:
             batch, self._buffer = self._buffer, []
             self.client.append(self.id, batch)
 
-    def finish(self, status: str = "succeeded", *, final_answer: str | None = None, reason: str = "",
+    def finish(self, status: str = "finished", *, final_answer: str | None = None, reason: str = "",
                success: bool | None = None) -> dict:
         self.flush()
         self.finished = True
         answer = final_answer if final_answer is not None else (self.final_answer or "")
+        if success is None and status == "finished":
+            success = self.success
         return self.client.finish(self.id, status, final_answer=answer, reason=reason, success=success)
 
     def __enter__(self) -> RunRecorder:
@@ -205,9 +235,12 @@ class RunRecorder:
         if self.finished:
             return
         if exc is None:
-            self.finish("succeeded" if self.final_answer is not None else "failed",
-                        reason="" if self.final_answer is not None else "no final answer")
+            # Ended on its own: finished, with the outcome if the agent set one.
+            self.finish("finished", reason="" if self.final_answer is not None else "no final answer")
             return
         # The agent's own exception is the one to see, not a failed finish.
         with contextlib.suppress(IngestError):
-            self.finish("error", reason=f"{exc_type.__name__}: {exc}")
+            if isinstance(exc, KeyboardInterrupt):
+                self.finish("stopped", reason="stopped by the user (KeyboardInterrupt)")
+            else:
+                self.finish("error", reason=f"{exc_type.__name__}: {exc}")

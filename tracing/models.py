@@ -6,6 +6,7 @@ from django.apps import apps
 from django.conf import settings
 from django.db import models
 
+from tracing.steps import ROLES, is_reply
 from tracing.steps import Step as StepRecord
 
 # The model that holds runs and their summary columns. tracing records into it
@@ -33,9 +34,21 @@ class Step(models.Model):
         INTERVENTION = "intervention"
         ERROR = "error"
 
+    class Role(models.TextChoices):
+        """Whose words the step carries (tracing.steps.ROLES; a test keeps the two equal)."""
+
+        ASSISTANT = "assistant"
+        TOOL = "tool"
+        USER = "user"
+        SYSTEM = "system"
+        WATCHDOG = "watchdog"
+
     run = models.ForeignKey(RUN_MODEL, on_delete=models.CASCADE, related_name="steps")
     index = models.PositiveIntegerField()
     kind = models.CharField(max_length=12, choices=Kind.choices)
+    # Stored resolved (tracing.steps.role_of), so pages and queries never infer
+    # it again. The database default covers writers that predate the column.
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.ASSISTANT, db_default=Role.ASSISTANT)
     text = models.TextField(blank=True)
     tool = models.CharField(max_length=120, blank=True)
     args = models.JSONField(null=True, blank=True)
@@ -63,7 +76,24 @@ class Step(models.Model):
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
             latency_ms=self.latency_ms,
+            role=self.role if self.role in ROLES else None,
         )
+
+    @property
+    def is_reply(self) -> bool:
+        """The agent addressing the user. is_reply reads only kind and tool, which
+        this row has too: one rule for the detectors and the page."""
+        return is_reply(self)  # type: ignore[arg-type]
+
+    @property
+    def label(self) -> str:
+        """What the timeline's kind column says: a dialogue reads as user turns
+        and replies, a system note as such; everything else by its kind."""
+        if self.role in (self.Role.USER, self.Role.SYSTEM):
+            return self.role
+        if self.is_reply:
+            return "reply"
+        return self.kind
 
     @property
     def args_display(self) -> str:

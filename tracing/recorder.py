@@ -17,6 +17,7 @@ from django.db import connection, transaction
 
 from tracing.models import get_run_model
 from tracing.steps import Step as StepRecord
+from tracing.steps import role_of
 from tracing.summary import RunSummary
 
 # One row per run: (run id, then RunSummary.delta()).
@@ -50,8 +51,8 @@ WHERE r.id = v.id"""
 _RECORD_SQL = """
 WITH ins AS (
     INSERT INTO tracing_step
-        (run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at)
-    VALUES (%(run)s, %(index)s, %(kind)s, %(text)s, %(tool)s, %(args)s::jsonb, %(meta)s::jsonb, %(prompt)s,
+        (run_id, index, kind, role, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at)
+    VALUES (%(run)s, %(index)s, %(kind)s, %(role)s, %(text)s, %(tool)s, %(args)s::jsonb, %(meta)s::jsonb, %(prompt)s,
             %(completion)s, %(latency)s, now())
     ON CONFLICT (run_id, index) DO NOTHING
     RETURNING 1
@@ -94,6 +95,12 @@ def clean_json(value) -> str | None:
     return text.replace("\\u0000", "\\ufffd") if "\\u0000" in text else text
 
 
+def clean_value(value):
+    """`value` as jsonb will take it, as Python data (NUL escapes replaced)."""
+    text = clean_json(value)
+    return None if text is None else json.loads(text)
+
+
 @cache
 def _record_sql() -> str:
     return _RECORD_SQL.format(table=connection.ops.quote_name(get_run_model()._meta.db_table))
@@ -121,7 +128,7 @@ def record_step(run_id: int, step: StepRecord) -> None:
         # run resumes from whatever was stored.
         cur.execute("SET LOCAL synchronous_commit TO OFF")
         cur.execute(_record_sql(), {
-            "run": run_id, "index": step.index, "kind": step.kind, "text": clean_text(step.text),
+            "run": run_id, "index": step.index, "kind": step.kind, "role": role_of(step), "text": clean_text(step.text),
             "tool": clean_text(step.tool or ""), "args": clean_json(step.args), "meta": clean_json(step.meta or {}),
             "prompt": summary.prompt_tokens, "completion": summary.completion_tokens, "latency": summary.latency_ms,
             "interventions": summary.interventions,

@@ -114,7 +114,9 @@ class AgentConfig:
 
 @dataclass
 class Outcome:
-    status: str  # succeeded | failed | stopped | error
+    # How the loop ended: succeeded | failed | stopped | error (runs.launch.execution.run_status
+    # makes it the run's status; the outcome is scored apart).
+    status: str
     final_answer: str | None = None
     reason: str = ""
     stopped_by: str | None = None  # user | watchdog | max_steps | token_budget

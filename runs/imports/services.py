@@ -1,23 +1,30 @@
 """Import trajectories in the JSONL format of shared/eval/README.md as runs.
 
 Each line is its own transaction: a bad line is reported with its number and
-skipped, a good line lands whole (run, steps, summary, signals, anchor break).
+skipped, a good line lands whole (run, steps, summary, signals, anchor break,
+review items for its interruptions). Importing a file again is a no-op: a run
+is found by (owner, source, its id in the file) and reported as already there.
 """
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
+from runs.launch.analysis import report_columns
 from runs.launch.models import Run
+from runs.reviews.services import review_items_sync
 from tracing.analysis import analyse
-from tracing.models import Step
+from tracing.ingest.jsonapi import ApiError, check_context_size, loads_strict
+from tracing.ingest.writes import write_new_steps
+from tracing.recorder import clean_text, clean_value
 from tracing.steps import Trajectory, TrajectoryError, trajectory_from_dict
-from tracing.summary import RunSummary, step_tokens
+from tracing.summary import RunSummary
 
 # A line longer than this is refused before parsing: one run of 10,000 steps
 # of 1 KB each fits; a 100 MB line is a mistake or an attack.
@@ -25,20 +32,24 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 # Steps per imported run; past this the run page and detectors still work,
 # but an import should not hold one transaction for minutes.
 MAX_STEPS_PER_RUN = 20_000
+# Run.source_run_id is varchar(200): a run id longer than this names no run a
+# person would look up, and is refused rather than cut (cut ids could collide).
+MAX_RUN_ID_CHARS = 200
+# Run.source is varchar(40).
+SOURCE_CHARS = 40
 
 
 @dataclass
 class ImportResult:
+    # Runs this import created.
     run_ids: list[int] = field(default_factory=list)
+    # (line, run id) of lines whose run an earlier import already made.
+    existing: list[tuple[int, int]] = field(default_factory=list)
     errors: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.errors
-
-
-def _clean_text(text: str) -> str:
-    return text.replace("\x00", "\ufffd")
 
 
 def _final_answer(traj: Trajectory) -> str:
@@ -49,78 +60,136 @@ def _final_answer(traj: Trajectory) -> str:
     return last.args if isinstance(last.args, str) and last.args else last.text
 
 
-def _new_run(traj: Trajectory, *, owner, source: str, report) -> Run:
-    now = timezone.now()
+def outcome_of(traj: Trajectory) -> bool | None:
+    """The run's outcome from the file: `success`, else `reward` (full marks, 1,
+    is a success: the benchmarks' success rate counts only those), else unscored."""
+    if traj.success is not None:
+        return traj.success
+    if traj.reward is None or not math.isfinite(traj.reward):
+        return None
+    return traj.reward >= 1.0
+
+
+def status_of(traj: Trajectory) -> str:
+    """An imported run ended: `finished`, or `error` when the file says so (its
+    meta's status, as agentlab's own export writes it, or a last step that is an
+    error). Never `stopped`: nobody here pressed Stop."""
+    said = (traj.meta or {}).get("status")
+    if said == Run.Status.ERROR or (traj.steps and traj.steps[-1].kind == "error"):
+        return Run.Status.ERROR
+    return Run.Status.FINISHED
+
+
+def _temperature(meta: dict[str, Any]) -> float | None:
+    value = meta.get("temperature")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 2:
+        return float(value)
+    return None
+
+
+def source_of(traj: Trajectory, source: str) -> str:
+    """The run's source label: the one asked for, else the line's (what dedup keys on)."""
+    return clean_text(source or traj.source or "import")[:SOURCE_CHARS]
+
+
+def _new_run(traj: Trajectory, *, owner, source: str, run_key: str, report) -> Run:
     meta = traj.meta or {}
     return Run(
-        prompt=_clean_text(traj.task),
+        prompt=clean_text(traj.task),
         owner=owner,
-        source=(source or traj.source or "import")[:40],
+        source=source,
+        source_run_id=run_key,
         provider=Run.Provider.IMPORT,
-        model_name=str(meta.get("model") or "unknown")[:120],
+        model_name=clean_text(str(meta.get("model") or "unknown"))[:120],
         mode=Run.Mode.TEXT if any(isinstance(s.args, str) for s in traj.steps) else Run.Mode.TOOLS,
-        max_steps=min(1000, max(1, len(traj.steps))),
-        status=Run.Status.SUCCEEDED if any(s.kind == "final" for s in traj.steps) else Run.Status.FAILED,
-        success=traj.success,
-        final_answer=_clean_text(_final_answer(traj))[:10_000],
-        settings={"external_run_id": traj.run_id, "source": traj.source, "reward": traj.reward,
-                  "meta": json.loads(json.dumps(meta, default=str).replace("\\u0000", "\\ufffd"))},
-        started_at=now,
-        finished_at=now,
-        first_anchor_break=report.first_break,
-        anchor_reason=report.reason or "",
-        anchor_evidence=report.evidence or {},
+        # What the file does not say stays unknown (shown as "—"): no budget,
+        # no temperature unless its meta gives one, no start time.
+        temperature=_temperature(meta),
+        max_steps=None,
+        max_tokens=None,
+        status=status_of(traj),
+        success=outcome_of(traj),
+        final_answer=clean_text(_final_answer(traj))[:10_000],
+        settings=clean_value({"external_run_id": traj.run_id, "source": traj.source, "reward": traj.reward,
+                              "meta": meta}),
+        context=clean_value(traj.context or {}),
+        started_at=None,
+        # When it became a finished run here (what-if snapshots by it).
+        finished_at=timezone.now(),
+        **report_columns(report),
         **RunSummary.of(traj.steps).columns(),
     )
 
 
-def import_trajectory(traj: Trajectory, *, owner=None, source: str = "") -> Run:
+def _existing(owner, source: str, run_id: str) -> Run | None:
+    return Run.objects.filter(owner=owner, source=source, source_run_id=run_id).only("pk").first()
+
+
+def import_trajectory(traj: Trajectory, *, owner=None, source: str = "") -> tuple[Run, bool]:
+    """The run of this trajectory and whether this call created it (False: an
+    earlier import did, and it is returned as it is)."""
     if len(traj.steps) > MAX_STEPS_PER_RUN:
         raise TrajectoryError(f"{len(traj.steps)} steps; at most {MAX_STEPS_PER_RUN} per run")
+    if len(traj.run_id) > MAX_RUN_ID_CHARS:
+        raise TrajectoryError(f"'run_id' is longer than {MAX_RUN_ID_CHARS} characters")
+    try:
+        check_context_size(traj.context, "'context'")
+    except ApiError as exc:
+        raise TrajectoryError(str(exc)) from exc
+    label, run_key = source_of(traj, source), clean_text(traj.run_id)
+    found = _existing(owner, label, run_key)
+    if found is not None:
+        return found, False
     # Signals and anchoring go into each step's meta before the insert, so an
     # imported run lands complete in one pass.
-    report = analyse(traj.steps, task=traj.goal, context=traj.context)
-    run = _new_run(traj, owner=owner, source=source, report=report)
-    with transaction.atomic():
-        run.save()
-        Step.objects.bulk_create(
-            [
-                Step(run=run, index=s.index, kind=s.kind, text=_clean_text(s.text), tool=(s.tool or "")[:120],
-                     args=s.args, meta=s.meta, prompt_tokens=prompt, completion_tokens=completion, latency_ms=latency)
-                for s in traj.steps
-                for prompt, completion, latency in [step_tokens(s)]
-            ],
-            batch_size=1000,
-        )
-    return run
+    report = analyse(traj.steps, task=traj.goal, context=traj.context or None)
+    run = _new_run(traj, owner=owner, source=label, run_key=run_key, report=report)
+    try:
+        with transaction.atomic():
+            run.save()
+            write_new_steps([(run.pk, traj.steps)])
+            if run.intervention_count:
+                # Interruptions recorded by the agent's own watchdog are reviewed like ours.
+                review_items_sync(run.pk)
+    except IntegrityError:
+        # The same line imported at the same moment by another request: theirs won.
+        found = _existing(owner, label, run_key)
+        if found is None:
+            raise
+        return found, False
+    return run, True
+
+
+def _decode(raw: bytes | str) -> str:
+    if isinstance(raw, str):
+        return raw
+    if len(raw) > MAX_LINE_BYTES:
+        raise TrajectoryError(f"line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TrajectoryError(f"not UTF-8 (byte {exc.start})") from exc
 
 
 def import_lines(lines: Iterable[bytes | str], *, owner=None, source: str = "") -> ImportResult:
     result = ImportResult()
     for lineno, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            if len(raw) > MAX_LINE_BYTES:
-                result.errors.append((lineno, f"line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB"))
-                continue
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                result.errors.append((lineno, f"not UTF-8 (byte {exc.start})"))
-                continue
-        if not raw.strip():
-            continue
         try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            result.errors.append((lineno, f"not JSON: {exc.msg} at column {exc.colno}"))
-            continue
-        except RecursionError:
-            result.errors.append((lineno, "JSON nested too deeply"))
-            continue
-        try:
-            run = import_trajectory(trajectory_from_dict(data), owner=owner, source=source)
-        except TrajectoryError as exc:
+            text = _decode(raw)
+            if not text.strip():
+                continue
+            data = loads_strict(text, "the line", "line")
+            run, created = import_trajectory(trajectory_from_dict(data), owner=owner, source=source)
+        except (TrajectoryError, ApiError) as exc:
             result.errors.append((lineno, str(exc)))
             continue
-        result.run_ids.append(run.pk)
+        except DatabaseError as exc:
+            # Rolled back with the line's transaction: nothing of it was written.
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            result.errors.append((lineno, f"could not be stored: {first}"))
+            continue
+        if created:
+            result.run_ids.append(run.pk)
+        else:
+            result.existing.append((lineno, run.pk))
     return result

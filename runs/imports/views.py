@@ -16,6 +16,8 @@ from runs.launch.access import runs_for
 # A few trajectories in the import format, written for this page (not taken
 # from any data set): the page shows the first line, the link downloads all.
 SAMPLE = Path(__file__).parent / "samples" / "trajectories.jsonl"
+# Runs listed under an import's result; the run list has them all (filter by source).
+RUNS_SHOWN = 200
 
 
 def _example_line() -> str:
@@ -32,10 +34,15 @@ def run_import(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if form.is_valid():
             result = import_lines(form.cleaned_data["file"], owner=request.user, source=form.cleaned_data["source"])
-            status = 200 if result.run_ids or not result.errors else 400
+            status = 200 if result.run_ids or result.existing or not result.errors else 400
         else:
             status = 400
-    runs = runs_for(request).filter(pk__in=result.run_ids).order_by("pk")[:200] if result else []
+    runs = []
+    if result:
+        existing = {run_id for _, run_id in result.existing}
+        runs = list(runs_for(request).filter(pk__in=[*result.run_ids, *existing]).order_by("pk")[:RUNS_SHOWN])
+        for run in runs:
+            run.already_imported = run.pk in existing
     return render(request, "imports/page.html",
                   {"form": form, "result": result, "runs": runs, "example": _example_line()}, status=status)
 

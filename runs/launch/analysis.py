@@ -1,35 +1,101 @@
-"""A stored run judged as a whole: its anchor break and per-step scores (and,
-when asked, the watchdog's signals again), written back into the run."""
+"""Stored runs judged as a whole: the anchor break, findings and per-step scores
+(and, when asked, the watchdog's signals again), written back into the runs.
+
+One run when it ends (runs.lifecycle), or batches of runs for `manage.py
+analyse`: a batch reads its steps in one query and writes them back in a few
+statements, so re-analysing history costs the detectors' time, not round trips.
+"""
 
 from __future__ import annotations
 
-from django.db import transaction
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection, transaction
 
 from runs.launch.models import Run
 from runs.launch.selectors import run_history
 from tracing.analysis import analyse
+from tracing.anchoring import AnchorReport
 from tracing.models import Step
+from tracing.recorder import clean_json, clean_value
+from tracing.steps import Step as StepRecord
+
+# Rows per UPDATE ... FROM (VALUES ...) statement: bounds one statement's
+# parameters (Postgres allows 65,535) and the size of its text.
+WRITE_ROWS = 1000
+
+
+def report_columns(report: AnchorReport) -> dict[str, Any]:
+    """The run's anchoring columns for a report, safe for jsonb (quoted step
+    text may hold a NUL, which Postgres refuses)."""
+    return {
+        "first_anchor_break": report.first_break,
+        "anchor_reason": (report.reason or "").replace("\x00", "\ufffd"),
+        "anchor_evidence": clean_value(report.evidence or {}),
+        "anchor_findings": clean_value(report.to_dict()["anchor_findings"]),
+    }
+
+
+def _records(runs: Sequence[Run]) -> dict[int, tuple[list[StepRecord], dict[int, Step]]]:
+    """Per run: its trajectory as records, and its own stored steps by index.
+
+    One query for all the runs' own steps; a fork's inherited steps are its
+    parent's, read apart (forks are few)."""
+    own: dict[int, list[Step]] = defaultdict(list)
+    for step in Step.objects.filter(run_id__in=[run.pk for run in runs]).order_by("run_id", "index").iterator(2000):
+        own[step.run_id].append(step)
+    out = {}
+    for run in runs:
+        stored = {step.index: step for step in own[run.pk]}
+        records = run_history(run) if run.parent_id is not None else [step.to_record() for step in own[run.pk]]
+        out[run.pk] = (records, stored)
+    return out
+
+
+def _update_from_values(table: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None:
+    """UPDATE table SET col = v.col ... FROM (VALUES (id, ...)) in statements of WRITE_ROWS rows."""
+    casts = ", ".join(["%s::bigint", *(f"%s::{cast}" for _, cast in columns)])
+    names = ", ".join(["id", *(name for name, _ in columns)])
+    sets = ", ".join(f"{name} = v.{name}" for name, _ in columns)
+    with connection.cursor() as cur:
+        for start in range(0, len(rows), WRITE_ROWS):
+            part = rows[start:start + WRITE_ROWS]
+            values = ", ".join([f"({casts})"] * len(part))
+            cur.execute(f"UPDATE {table} t SET {sets} FROM (VALUES {values}) AS v({names}) WHERE t.id = v.id",
+                        [value for row in part for value in row])
+
+
+def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False) -> int:
+    """Whole-run analysis over the stored steps of these runs (when one ends, after
+    a detector changed, or for ingested runs that have no signals), judged with
+    each run's goal, context and policy. Returns the number of runs analysed."""
+    runs = list(Run.objects.filter(pk__in=run_ids).select_related("policy").order_by("pk"))
+    trajectories = _records(runs)
+    step_rows: list[tuple[int, str]] = []
+    run_rows: list[tuple] = []
+    for run in runs:
+        records, stored = trajectories[run.pk]
+        # A fork is judged on its whole trajectory, the parent's part included.
+        report = analyse(records, task=run.goal, context=run.context or None,
+                         policy=run.policy.as_policy() if run.policy_id else None,
+                         recompute_signals=recompute_signals)
+        for record in records:
+            row = stored.get(record.index)
+            if row is not None and record.meta != row.meta:
+                step_rows.append((row.pk, clean_json(record.meta)))
+        cols = report_columns(report)
+        run_rows.append((run.pk, cols["first_anchor_break"], cols["anchor_reason"], clean_json(cols["anchor_evidence"]),
+                         clean_json(cols["anchor_findings"])))
+    with transaction.atomic():
+        _update_from_values(connection.ops.quote_name(Step._meta.db_table), [("meta", "jsonb")], step_rows)
+        _update_from_values(connection.ops.quote_name(Run._meta.db_table),
+                            [("first_anchor_break", "int"), ("anchor_reason", "text"), ("anchor_evidence", "jsonb"),
+                             ("anchor_findings", "jsonb")], run_rows)
+    return len(runs)
 
 
 def run_analyse(run_id: int, *, recompute_signals: bool = False) -> None:
-    """Whole-run analysis over the stored steps (when it ends, or after a
-    detector changed, or for an imported run that has no signals)."""
-    run = Run.objects.select_related("policy").get(pk=run_id)
-    rows = {row.index: row for row in Step.objects.filter(run_id=run_id)}
-    # A fork is judged on its whole trajectory, the parent's part included.
-    records = run_history(run)
-    policy = run.policy.as_policy() if run.policy_id else None
-    report = analyse(records, task=run.goal, policy=policy, recompute_signals=recompute_signals)
-    changed = []
-    for record in records:
-        row = rows.get(record.index)
-        if row is not None and record.meta != row.meta:
-            row.meta = record.meta
-            changed.append(row)
-    with transaction.atomic():
-        Step.objects.bulk_update(changed, ["meta"], batch_size=500)
-        Run.objects.filter(pk=run_id).update(
-            first_anchor_break=report.first_break,
-            anchor_reason=report.reason or "",
-            anchor_evidence=report.evidence or {},
-        )
+    """One run's whole-run analysis (runs_analyse of one)."""
+    runs_analyse([run_id], recompute_signals=recompute_signals)

@@ -66,7 +66,7 @@ class StopFlag:
 def watchdog_for(run: Run, history: list[StepRecord]) -> Watchdog:
     # No policy = watchdog off; it still computes the signals the timeline shows.
     policy = run.policy.as_policy() if run.policy_id else OFF_POLICY
-    watchdog = Watchdog(policy, goal=run.goal)
+    watchdog = Watchdog(policy, goal=run.goal, context=run.context)
     # A resumed run: bring the detectors' state up to where the run stopped.
     for step in history:
         watchdog.observe(step)
@@ -131,12 +131,26 @@ def score_answer(task: Task | None, answer: str | None) -> bool | None:
     return score(task.as_suite_dict(), answer)
 
 
+def run_status(outcome: Outcome) -> str:
+    """The run's status for how the loop ended: an end of the agent's own (an
+    answer, a budget, a watchdog stop) is `finished`; a person's Stop is
+    `stopped`; an infrastructure failure `error`. Whether it was right is the
+    outcome (`success`), not the status."""
+    if outcome.status == "error":
+        return Run.Status.ERROR
+    if outcome.stopped_by == "user":
+        return Run.Status.STOPPED
+    return Run.Status.FINISHED
+
+
 def run_finish(*, run_id: int, outcome: Outcome) -> Run:
     run = Run.objects.select_related("task").get(pk=run_id)
-    # An infrastructure error says nothing about the agent: leave it unscored.
-    success = None if outcome.status == "error" else score_answer(run.task, outcome.final_answer)
+    status = run_status(outcome)
+    # An infrastructure error or a person's Stop says nothing about the agent:
+    # leave it unscored, never "wrong".
+    success = None if status != Run.Status.FINISHED else score_answer(run.task, outcome.final_answer)
     Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
-        status=outcome.status,
+        status=status,
         final_answer=outcome.final_answer or "",
         reason=outcome.reason or "",
         stopped_by=outcome.stopped_by or "",

@@ -3,9 +3,11 @@ from __future__ import annotations
 from django import forms
 
 from runs.agent.faults import FaultError, FaultRates
+from runs.launch.labels import anchor_label
 from runs.launch.models import Run, Task
 from runs.launch.selectors import POLICY_OFF, RunFilters
 from runs.policies.models import Policy
+from tracing.anchoring import PATTERNS
 
 MODEL_CHOICES = [
     ("sim", "sim — simulated model (test double)"),
@@ -84,6 +86,11 @@ class NewRunForm(forms.Form):
         return {k: v for k, v in knobs.items() if v is not None}
 
 
+# Statuses before outcome and status were two things: a shared link with one
+# still works, as `finished` with the outcome it meant.
+LEGACY_STATUSES = {"succeeded": "correct", "failed": "wrong"}
+
+
 class RunFilterForm(forms.Form):
     status = forms.ChoiceField(choices=[("", "any status"), *Run.Status.choices], required=False)
     task = forms.CharField(required=False, max_length=80)
@@ -97,17 +104,25 @@ class RunFilterForm(forms.Form):
     policy = forms.CharField(required=False, max_length=80, help_text=f"a policy name, or '{POLICY_OFF}'")
     steps_min = forms.IntegerField(required=False, min_value=0)
     steps_max = forms.IntegerField(required=False, min_value=0)
-    outcome = forms.ChoiceField(choices=[("", "any outcome"), ("correct", "correct"), ("wrong", "wrong")], required=False)
+    outcome = forms.ChoiceField(choices=[("", "any outcome"), ("correct", "correct"), ("wrong", "wrong"),
+                                         ("unscored", "unscored")], required=False)
     stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"),
                                             ("watchdog", "watchdog"), ("user", "user")], required=False)
-    anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break")],
-                               required=False)
+    anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break"),
+                                        *[(p, f"lost it: {anchor_label(p)}") for p in PATTERNS]], required=False)
     forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     before = forms.CharField(required=False, max_length=80)
     sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
                              required=False)
+
+    def __init__(self, data=None, *args, **kwargs):
+        if data is not None and data.get("status") in LEGACY_STATUSES:
+            data = data.copy()
+            data["outcome"] = data.get("outcome") or LEGACY_STATUSES[data["status"]]
+            data["status"] = Run.Status.FINISHED
+        super().__init__(data, *args, **kwargs)
 
     def filters(self) -> RunFilters:
         return RunFilters.of(self.cleaned_data)

@@ -6,7 +6,8 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.fields.json import KeyTextTransform
 from django.urls import reverse
 
 from runs.policies.models import Policy
@@ -109,10 +110,16 @@ class RunQuerySet(models.QuerySet):
 
 class Run(models.Model):
     class Status(models.TextChoices):
+        """Where the run is in its life; whether its answer was right is `success`.
+
+        A run that ended on its own (an answer, a budget, a watchdog stop) is
+        `finished` whatever its outcome; `stopped` is a person's Stop; `error`
+        is the infrastructure failing (the model endpoint, the worker).
+        """
+
         QUEUED = "queued"
         RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
+        FINISHED = "finished"
         STOPPED = "stopped"
         ERROR = "error"
 
@@ -142,13 +149,23 @@ class Run(models.Model):
     provider = models.CharField(max_length=10, choices=Provider.choices, default=Provider.SIM)
     model_name = models.CharField(max_length=120, default="sim")
     base_url = models.CharField(max_length=300, blank=True)
-    temperature = models.FloatField(default=0.0)
+    # Temperature and budgets are None when unknown (imported and ingested
+    # runs): shown as "—", never a made-up value.
+    temperature = models.FloatField(default=0.0, null=True, blank=True)
     mode = models.CharField(max_length=5, choices=Mode.choices, default=Mode.TOOLS)
-    max_steps = models.PositiveIntegerField(default=30)
-    max_tokens = models.PositiveIntegerField(default=20000)
+    max_steps = models.PositiveIntegerField(default=30, null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(default=20000, null=True, blank=True)
     seed = models.BigIntegerField(null=True, blank=True)
     # Simulated-model knobs and other per-run settings (fault injection...).
     settings = models.JSONField(default=dict, blank=True)
+    # The new columns have database defaults too, so rows written by raw SQL
+    # (COPY in benches, writers from before them) stay valid.
+    # What the agent was told before its first step (tracing.steps.parse_context:
+    # {"system": str, "tools": [...]}); evidence for the detectors.
+    context = models.JSONField(default=dict, db_default={}, blank=True)
+    # The id of an imported run in its source file: (owner, source, this) is
+    # unique, so importing the same file again finds the runs it made.
+    source_run_id = models.CharField(max_length=200, blank=True, default="", db_default="")
     # No policy: the watchdog is off (signals are still computed and shown).
     policy = models.ForeignKey(Policy, on_delete=models.PROTECT, null=True, blank=True, related_name="runs")
 
@@ -186,6 +203,9 @@ class Run(models.Model):
     first_anchor_break = models.IntegerField(null=True, blank=True)
     anchor_reason = models.TextField(blank=True)
     anchor_evidence = models.JSONField(default=dict, blank=True)
+    # Worth a look but not a break (tracing.anchoring FINDINGS): [{"step",
+    # "pattern", "reason", ...}], written with the anchor break.
+    anchor_findings = models.JSONField(default=list, db_default=[], blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -204,10 +224,18 @@ class Run(models.Model):
             GinIndex(fields=["intervention_tiers"], name="run_tiers_gin"),
             models.Index(fields=["-created_at", "-id"], name="run_anchor_break_idx",
                          condition=Q(first_anchor_break__isnull=False)),
+            # The list's "lost its anchor: <pattern>" filter, newest first.
+            models.Index(KeyTextTransform("pattern", "anchor_evidence"), F("created_at").desc(), F("id").desc(),
+                         name="run_anchor_pattern_idx", condition=Q(first_anchor_break__isnull=False)),
             # Workers and the live views look only at unfinished runs.
             models.Index(fields=["status"], name="run_live_idx", condition=Q(status__in=["queued", "running"])),
         ]
         constraints = [
+            # One run per (owner, source, id in the file): imports are idempotent.
+            # NULLS NOT DISTINCT: runs imported without an owner (the command
+            # line) deduplicate among themselves too.
+            models.UniqueConstraint(fields=["owner", "source", "source_run_id"], name="run_source_run_uniq",
+                                    condition=~Q(source_run_id=""), nulls_distinct=False),
             models.CheckConstraint(condition=Q(parent__isnull=True) | Q(fork_from__isnull=False), name="run_fork_has_step"),
             models.CheckConstraint(condition=Q(max_steps__gte=1) & Q(max_steps__lte=1000), name="run_max_steps_range"),
             models.CheckConstraint(condition=Q(temperature__gte=0) & Q(temperature__lte=2), name="run_temperature_range"),

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.db.models import QuerySet
+from django.db.models.fields.json import KeyTextTransform
 
 from runs.launch.models import Run
 from tracing.models import Step
@@ -38,9 +39,9 @@ class RunFilters:
     tier: str = ""
     steps_min: int | None = None
     steps_max: int | None = None
-    outcome: str = ""  # "correct" | "wrong"
+    outcome: str = ""  # "correct" | "wrong" | "unscored"
     stopped_by: str = ""
-    anchor: str = ""  # "broken" | "kept"
+    anchor: str = ""  # "broken" | "kept" | a pattern of tracing.anchoring (the break's)
     since: date | None = None
     until: date | None = None
     forks: str = ""  # "no": runs as launched only | "only": forks only (counterfactual continuations)
@@ -80,9 +81,13 @@ def runs_filtered(qs: QuerySet[Run], f: RunFilters) -> QuerySet[Run]:
     if f.tier:
         qs = qs.filter(intervention_tiers__contains=[f.tier])
     if f.outcome:
-        qs = qs.filter(success=f.outcome == "correct")
-    if f.anchor:
+        qs = qs.filter(success__isnull=True) if f.outcome == "unscored" else qs.filter(success=f.outcome == "correct")
+    if f.anchor in ("broken", "kept"):
         qs = qs.filter(first_anchor_break__isnull=f.anchor != "broken")
+    elif f.anchor:
+        # Served by run_anchor_pattern_idx (the same expression, same condition).
+        qs = qs.alias(anchor_pattern=KeyTextTransform("pattern", "anchor_evidence")).filter(
+            first_anchor_break__isnull=False, anchor_pattern=f.anchor)
     if f.forks:
         qs = qs.filter(parent__isnull=f.forks == "no")
     if f.finished:

@@ -38,6 +38,7 @@ MORE_ROWS_ID = "more-runs"
 # Sortable columns of the run list: URL name -> model field. Every sort is a
 # keyset on (field, id), each backed by an index (see Run.Meta).
 SORT_FIELDS = {"created": "created_at", "steps": "step_count", "tokens": "tokens_total"}
+LIST_DEFERRED = ("context", "anchor_evidence", "anchor_findings", "context_steps", "context_tokens", "truncated_steps")
 
 
 def _parse_cursor(raw: str, field: str) -> tuple[datetime | int, int] | None:
@@ -76,7 +77,8 @@ def _sorted_page(qs: QuerySet[Run], form: RunFilterForm, sort: str) -> tuple[Que
 def run_list(request: HttpRequest) -> HttpResponse:
     form = RunFilterForm(request.GET)
     sort = form.data.get("sort") or "-created"
-    qs = access.runs_for(request).select_related("task", "policy")
+    # The list shows none of the run's large JSON columns (a context alone can be tens of KB).
+    qs = access.runs_for(request).select_related("task", "policy").defer(*LIST_DEFERRED)
     field = "created_at"
     if form.is_valid():
         qs, field = _sorted_page(runs_filtered(qs, form.filters()), form, sort)
@@ -232,6 +234,7 @@ def _export_step(step: Step) -> dict:
     return {
         "index": step.index,
         "kind": step.kind,
+        "role": step.role,
         "content": step.text,
         "tool": step.tool or None,
         "args": step.args,
@@ -253,6 +256,7 @@ def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
         "task": run.prompt,
         "success": run.success,
         "reward": None if run.success is None else float(run.success),
+        **({"context": run.context} if run.context else {}),
         "steps": [_export_step(s) for s in Step.objects.filter(run=run).order_by("index").iterator()],
         "meta": {
             "model": run.model_name,

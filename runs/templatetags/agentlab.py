@@ -4,6 +4,8 @@ import json
 
 from django import template
 
+from runs.launch.labels import anchor_label
+
 register = template.Library()
 
 
@@ -47,3 +49,9 @@ def duration(seconds) -> str:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes} min {rest} s"
+
+
+@register.filter(name="anchor_label")
+def anchor_label_filter(pattern) -> str:
+    """An anchoring pattern or finding in plain words ("phantom_call" -> "claimed a call it never made")."""
+    return anchor_label(str(pattern or ""))

@@ -7,8 +7,10 @@ import json
 import time
 
 from django.db import connection, transaction
+from django.db.models import QuerySet, TextField
+from django.db.models.functions import MD5, Cast
 
-from runs.launch.models import run_goal
+from runs.launch.models import Run, run_goal
 from runs.whatif.models import WhatIfJob
 from runs.whatif.replay import evaluate, group_steps
 from runs.whatif.selectors import snapshot_runs
@@ -31,8 +33,7 @@ def whatif_execute(job_id: int) -> WhatIfJob:
         policies = [WatchdogPolicy.from_dict(c) for c in job.policies]
         runs = snapshot_runs(job.filters, job.created_by).filter(id__lte=job.snapshot_max_run,
                                                                  finished_at__lte=job.snapshot_at)
-        goals = {pk: (run_goal(prompt, settings), success)
-                 for pk, prompt, settings, success in runs.values_list("id", "prompt", "settings", "success")}
+        goals = _goals(runs)
         labels = {int(k): [(s, lab) for s, lab in v] for k, v in job.labels.items()}
         WhatIfJob.objects.filter(pk=job_id).update(total_runs=len(goals))
 
@@ -58,6 +59,21 @@ def whatif_execute(job_id: int) -> WhatIfJob:
     return WhatIfJob.objects.get(pk=job_id)
 
 
+def _goals(runs: QuerySet) -> dict[int, tuple[str, bool | None, dict | None]]:
+    """Run id -> (goal, success, context). Runs of one agent share its context
+    (a policy and tool schemas, tens of KB): each distinct one is read and held
+    once, not once per run."""
+    rows = list(runs.annotate(context_key=MD5(Cast("context", TextField())))
+                .values_list("id", "prompt", "settings", "success", "context_key"))
+    first = {}
+    for pk, *_, key in rows:
+        first.setdefault(key, pk)
+    contexts = dict(Run.objects.filter(pk__in=list(first.values())).annotate(
+        context_key=MD5(Cast("context", TextField()))).values_list("context_key", "context"))
+    return {pk: (run_goal(prompt, settings), success, contexts.get(key) or None)
+            for pk, prompt, settings, success, key in rows}
+
+
 def _stream_steps(run_ids: list[int]):
     if not run_ids:
         return
@@ -65,12 +81,12 @@ def _stream_steps(run_ids: list[int]):
     with conn.cursor(name="whatif_steps") as cur:
         cur.itersize = FETCH_ROWS
         cur.execute(
-            "SELECT run_id, index, kind, text, tool, args, meta FROM tracing_step "
+            "SELECT run_id, index, kind, role, text, tool, args, meta FROM tracing_step "
             "WHERE run_id = ANY(%s) ORDER BY run_id, index",
             [run_ids],
         )
-        for run_id, index, kind, text, tool, args, meta in cur:
-            yield run_id, index, kind, text, tool, _json(args), _json(meta)
+        for run_id, index, kind, role, text, tool, args, meta in cur:
+            yield run_id, index, kind, role, text, tool, _json(args), _json(meta)
 
 
 def _json(value):

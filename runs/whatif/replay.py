@@ -68,9 +68,11 @@ def sweep_policies(base: dict[str, Any], path: str, values: Sequence[float]) -> 
     return policies
 
 
-def replay_policy(steps: Sequence[StepRecord], goal: str, policy: Policy) -> list[tuple[int, str, str]]:
+def replay_policy(steps: Sequence[StepRecord], goal: str, policy: Policy,
+                  context: dict[str, Any] | None = None) -> list[tuple[int, str, str]]:
     """(step, detector, tier) of each intervention the policy would make; a stop ends the replay."""
-    return [(iv["step"], iv["detector"], iv["tier"]) for iv in replay(steps, goal=goal, policy=policy).interventions]
+    return [(iv["step"], iv["detector"], iv["tier"])
+            for iv in replay(steps, goal=goal, policy=policy, context=context).interventions]
 
 
 @dataclass
@@ -79,6 +81,8 @@ class RunData:
     goal: str
     success: bool | None
     steps: list[StepRecord]
+    # What the agent was told (system prompt, tool schemas): evidence, as in the analysis.
+    context: dict[str, Any] | None = None
 
 
 def evaluate(runs: Iterable[RunData], policies: Sequence[Policy], labels: dict[int, list[tuple[int, str]]],
@@ -88,7 +92,7 @@ def evaluate(runs: Iterable[RunData], policies: Sequence[Policy], labels: dict[i
     for count, run in enumerate(runs, start=1):
         run_labels = labels.get(run.run_id, [])
         for policy, out in zip(policies, outcomes, strict=True):
-            ivs = replay_policy(run.steps, run.goal, policy)
+            ivs = replay_policy(run.steps, run.goal, policy, run.context)
             out.runs += 1
             if ivs:
                 out.interrupted += 1
@@ -118,15 +122,19 @@ def cache_key(configs: list[dict], snapshot: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def group_steps(rows: Iterable[tuple], goals: dict[int, tuple[str, bool | None]]) -> Iterator[RunData]:
-    """Rows ordered by (run_id, index) -> one RunData per run."""
+def group_steps(rows: Iterable[tuple],
+                goals: dict[int, tuple[str, bool | None, dict[str, Any] | None]]) -> Iterator[RunData]:
+    """Rows (run_id, index, kind, role, text, tool, args, meta) ordered by
+    (run_id, index) -> one RunData per run; `goals` maps run id -> (goal,
+    success, context)."""
     current: RunData | None = None
-    for run_id, index, kind, text, tool, args, meta in rows:
+    for run_id, index, kind, role, text, tool, args, meta in rows:
         if current is None or current.run_id != run_id:
             if current is not None:
                 yield current
-            goal, success = goals.get(run_id, ("", None))
-            current = RunData(run_id, goal, success, [])
-        current.steps.append(StepRecord(index=index, kind=kind, text=text, tool=tool or None, args=args, meta=meta or {}))
+            goal, success, context = goals.get(run_id, ("", None, None))
+            current = RunData(run_id, goal, success, [], context or None)
+        current.steps.append(StepRecord(index=index, kind=kind, role=role, text=text, tool=tool or None, args=args,
+                                        meta=meta or {}))
     if current is not None:
         yield current

@@ -67,9 +67,9 @@ def _curve(job: WhatIfJob, rows: list[dict]) -> dict:
 
     traces = [
         share("runs interrupted", [_rate(r["interrupted"], r["runs"]) for r in rows], charts.BLUE),
-        share("stops of runs that failed (benefit)", [_rate(r["stopped_failed"], r["runs"]) for r in rows],
+        share("stops of wrong runs (benefit)", [_rate(r["stopped_failed"], r["runs"]) for r in rows],
               charts.GREEN),
-        share("stops of runs that succeeded (cost)", [_rate(r["stopped_succeeded"], r["runs"]) for r in rows],
+        share("stops of correct runs (cost)", [_rate(r["stopped_succeeded"], r["runs"]) for r in rows],
               charts.RED),
     ]
     if any(r["justified_total"] or r["wrongly_total"] for r in rows):

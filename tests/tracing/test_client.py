@@ -28,7 +28,9 @@ def test_a_loop_records_a_run_in_a_few_lines(client_):
         run.observation("21 C and sunny", tool="weather")
         run.final("21 C")
     stored = Run.objects.get(pk=run.id)
-    assert (stored.status, stored.final_answer, stored.step_count, stored.prompt_tokens) == ("succeeded", "21 C", 4, 40)
+    # Ended on its own: finished; nobody said whether 21 C was right, so unscored.
+    assert (stored.status, stored.success, stored.final_answer, stored.step_count, stored.prompt_tokens) == (
+        "finished", None, "21 C", 4, 40)
     assert stored.settings["agent"] == "weather-loop"
     steps = list(Step.objects.filter(run=stored).order_by("index").values_list("kind", "tool", "args"))
     assert steps == [("thought", "", None), ("action", "weather", {"city": "Paris"}),
@@ -43,8 +45,36 @@ def test_steps_are_sent_in_batches(client_):
     assert Step.objects.filter(run_id=run.id).count() == 0
     run.thought("c")
     assert Step.objects.filter(run_id=run.id).count() == 3
-    run.finish("failed", reason="gave up")
-    assert Run.objects.get(pk=run.id).status == "failed"
+    run.finish("failed", reason="gave up")  # API version 1's word: finished, and wrong
+    stored = Run.objects.get(pk=run.id)
+    assert (stored.status, stored.success) == ("finished", False)
+
+
+def test_a_dialogue_carries_roles_context_and_the_outcome(client_):
+    context = {"system": "Refunds go to the original payment method.", "tools": [{"name": "get_order"}]}
+    with client_.run("refund", context=context) as run:
+        run.user("I want my money back for order #W1.")
+        run.action("get_order", {"id": "#W1"})
+        run.observation('{"id": "#W1", "paid_with": "visa"}', tool="get_order")
+        run.reply("The refund goes to your visa card.")
+        run.system("Handoff to a human is available.")
+        run.step("thought", "done", role="assistant")
+        run.success = True
+    stored = Run.objects.get(pk=run.id)
+    assert (stored.status, stored.success, stored.context) == ("finished", True, context)
+    roles = list(Step.objects.filter(run=stored).order_by("index").values_list("kind", "role"))
+    assert roles == [("observation", "user"), ("action", "assistant"), ("observation", "tool"),
+                     ("action", "assistant"), ("observation", "system"), ("thought", "assistant")]
+    reply = Step.objects.get(run=stored, index=3)
+    assert reply.is_reply and reply.label == "reply"
+
+
+def test_ctrl_c_stops_the_run_unscored(client_):
+    with pytest.raises(KeyboardInterrupt), client_.run("interrupted") as run:
+        run.thought("working")
+        raise KeyboardInterrupt
+    stored = Run.objects.get(pk=run.id)
+    assert (stored.status, stored.success) == ("stopped", None)
 
 
 def test_an_exception_in_the_loop_finishes_the_run_as_error(client_):

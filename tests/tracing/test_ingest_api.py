@@ -63,8 +63,9 @@ def test_it_creates_appends_and_finishes_a_run(api, user):
     response = api.post(f"/api/runs/{run.pk}/finish", {"status": "succeeded", "final_answer": "Fredville"})
     assert response.status_code == 200
     body = response.json()
-    assert (body["status"], body["step_count"], body["prompt_tokens"], body["completion_tokens"]) == (
-        "succeeded", 3, 30, 6)
+    # "succeeded" is API version 1's word for finished with success true.
+    assert (body["status"], body["success"], body["step_count"], body["prompt_tokens"], body["completion_tokens"]) == (
+        "finished", True, 3, 30, 6)
     run.refresh_from_db()
     assert run.final_answer == "Fredville" and run.finished_at is not None
     assert run.latency_ms == pytest.approx(4.5)
@@ -116,7 +117,7 @@ def test_bulk_create_writes_many_runs_with_summaries_in_one_request(api):
     assert response.status_code == 201
     ids = [r["id"] for r in response.json()["runs"]]
     stored = {r.pk: r for r in Run.objects.filter(pk__in=ids)}
-    assert [stored[i].status for i in ids] == ["succeeded", "failed", "succeeded", "failed"]
+    assert [(stored[i].status, stored[i].success) for i in ids] == [("finished", True), ("finished", False)] * 2
     assert [stored[i].step_count for i in ids] == [21, 20, 20, 20]
     assert stored[ids[0]].intervention_detectors == ["budget"]
     assert Step.objects.filter(run_id__in=ids).count() == 81
@@ -341,3 +342,139 @@ def test_wrong_types_at_the_top_are_400(api):
     assert response.status_code == 400 and '{"steps": [...]}' in response.json()["error"]
     response = api.post(f"/api/runs/{run_id}/finish", {"status": "done"})
     assert response.status_code == 400 and "body.status must be one of" in response.json()["error"]
+
+
+# --- roles, context, outcome (issue 11) -------------------------------------------------
+
+
+def test_roles_are_stored_given_or_inferred(api):
+    run_id = _create(api)["id"]
+    steps = [
+        {"index": 0, "kind": "observation", "tool": "user", "text": "I want a refund."},  # inferred: user
+        {"index": 1, "kind": "action", "tool": "respond", "text": "Which order?", "args": {"content": "Which order?"}},
+        {"index": 2, "kind": "observation", "tool": "get_order", "text": "{}"},  # inferred: tool
+        {"index": 3, "kind": "observation", "role": "system", "text": "Policy: refunds within 30 days."},
+        {"index": 4, "kind": "intervention", "text": "hint", "meta": {"detector": "repetition", "tier": "hint"}},
+        {"index": 5, "kind": "thought", "role": "user", "text": "a user's aside sent as a thought"},
+    ]
+    assert api.post(f"/api/runs/{run_id}/steps", {"steps": steps}).status_code == 200
+    stored = dict(Step.objects.filter(run_id=run_id).values_list("index", "role"))
+    assert stored == {0: "user", 1: "assistant", 2: "tool", 3: "system", 4: "watchdog", 5: "user"}
+    assert Step.objects.get(run_id=run_id, index=1).to_record().role == "assistant"
+
+
+@pytest.mark.parametrize("role", ["customer", "", 3, ["user"], "USER"])
+def test_an_unknown_role_is_400_naming_the_field(api, role):
+    run_id = _create(api)["id"]
+    response = api.post(f"/api/runs/{run_id}/steps",
+                        {"steps": [*_steps(0, 2), {"index": 2, "kind": "observation", "role": role}]})
+    assert response.status_code == 400
+    assert "steps[2].role must be one of assistant, tool, user, system, watchdog" in response.json()["error"]
+    assert Step.objects.filter(run_id=run_id).count() == 0
+
+
+def test_a_run_is_created_with_its_context(api):
+    context = {"system": "You are a <b>retail</b> agent. 退货须在30天内。", "tools": [{"name": "get_order"}]}
+    run = Run.objects.get(pk=_create(api, context=context)["id"])
+    assert run.context == context
+    assert (run.temperature, run.max_steps, run.max_tokens) == (None, None, None)  # not said: unknown
+
+
+@pytest.mark.parametrize(("context", "message"), [
+    ("be nice", "body.context: 'context' must be an object"),
+    ([{"system": "x"}], "body.context: 'context' must be an object"),
+    ({"system": 5}, "context.system must be a string"),
+    ({"tools": {"name": "x"}}, "context.tools must be a list"),
+    ({"policy": "x"}, "context.policy: unknown field"),
+])
+def test_a_bad_context_is_400_and_creates_nothing(api, context, message):
+    response = api.post("/api/runs", {"prompt": "p", "context": context})
+    assert response.status_code == 400
+    assert message in response.json()["error"]
+    assert Run.objects.count() == 0
+
+
+def test_a_5_mb_system_prompt_is_refused_with_the_limit(api):
+    from tracing.ingest.jsonapi import MAX_CONTEXT_BYTES
+
+    response = api.post("/api/runs", {"prompt": "p", "context": {"system": "policy " * (5 * 1024 * 1024 // 7)}})
+    assert response.status_code == 413
+    error = response.json()["error"]
+    assert "body.context is" in error and f"the limit is {MAX_CONTEXT_BYTES:,} bytes" in error
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.parametrize(("finish", "expected"), [
+    ({"status": "finished", "success": True}, ("finished", True)),
+    ({"status": "finished"}, ("finished", None)),
+    ({}, ("finished", None)),
+    ({"status": "succeeded"}, ("finished", True)),  # API version 1
+    ({"status": "failed"}, ("finished", False)),
+    ({"status": "failed", "success": False}, ("finished", False)),
+    ({"status": "stopped"}, ("stopped", None)),
+    ({"status": "error"}, ("error", None)),
+])
+def test_finish_sets_status_and_outcome_apart(api, finish, expected):
+    run_id = _create(api)["id"]
+    response = api.post(f"/api/runs/{run_id}/finish", finish)
+    assert response.status_code == 200, response.content
+    assert (response.json()["status"], response.json()["success"]) == expected
+    run = Run.objects.get(pk=run_id)
+    assert (run.status, run.success) == expected
+
+
+@pytest.mark.parametrize(("finish", "message"), [
+    ({"status": "succeeded", "success": False}, "body.status 'succeeded' contradicts body.success false"),
+    ({"status": "stopped", "success": False}, "success must be null for a stopped run"),
+    ({"status": ["finished"]}, "body.status must be one of finished, error, stopped, succeeded, failed"),
+    ({"status": "done"}, "body.status must be one of"),
+])
+def test_a_contradictory_finish_is_400(api, finish, message):
+    run_id = _create(api)["id"]
+    response = api.post(f"/api/runs/{run_id}/finish", finish)
+    assert response.status_code == 400
+    assert message in response.json()["error"]
+    assert Run.objects.get(pk=run_id).status == "running"
+
+
+def test_finishing_again_the_same_way_is_fine_another_way_409(api):
+    run_id = _create(api)["id"]
+    assert api.post(f"/api/runs/{run_id}/finish", {"status": "finished", "success": True}).status_code == 200
+    assert api.post(f"/api/runs/{run_id}/finish", {"status": "succeeded"}).status_code == 200
+    response = api.post(f"/api/runs/{run_id}/finish", {"status": "finished", "success": False})
+    assert response.status_code == 409 and "already ended: finished, success" in response.json()["error"]
+
+
+@pytest.mark.parametrize("raw", [b'{"prompt": NaN}', b'{"prompt": "x", "metadata": {"t": Infinity}}',
+                                 b'{"prompt": "x", "metadata": {"t": 1e999}}',
+                                 b'{"prompt": "x", "metadata": {"n": ' + b"9" * 5000 + b"}}"])
+def test_numbers_jsonb_cannot_hold_are_400(api, raw):
+    response = api.post("/api/runs", raw=raw)
+    assert response.status_code == 400
+    assert "not acceptable JSON" in response.json()["error"]
+    assert Run.objects.count() == 0
+
+
+def test_an_ingested_interruption_enters_the_review_queue(api):
+    from runs.reviews.models import ReviewItem
+
+    run_id = _create(api, steps=[
+        *_steps(0, 3),
+        {"index": 3, "kind": "intervention", "text": "You searched this already.",
+         "meta": {"detector": "repetition", "tier": "hint", "evidence": {"policy": "theirs", "similarity": 0.9}}},
+    ])["id"]
+    assert not ReviewItem.objects.filter(run_id=run_id).exists()  # items come when the run ends
+    api.post(f"/api/runs/{run_id}/finish", {"status": "finished"})
+    item = ReviewItem.objects.get(run_id=run_id)
+    assert (item.step_index, item.detector, item.tier, item.policy_name, item.run_status) == (
+        3, "repetition", "hint", "theirs", "finished")
+
+
+def test_the_openapi_description_documents_roles_context_and_outcome(client):
+    schemas = client.get("/api/openapi.json").json()["components"]["schemas"]
+    assert "user" in schemas["Step"]["properties"]["role"]["enum"]
+    assert schemas["RunIn"]["properties"]["context"] == {"$ref": "#/components/schemas/Context"}
+    assert set(schemas["Context"]["properties"]) == {"system", "tools"}
+    finish = schemas["Finish"]["properties"]
+    assert finish["status"]["default"] == "finished" and "succeeded" in finish["status"]["enum"]
+    assert "success" in schemas["RunSummary"]["properties"]

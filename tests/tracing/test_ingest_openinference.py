@@ -71,7 +71,7 @@ def test_the_ingested_run_matches_the_native_one_step_for_step(instrumented, use
     assert instrumented.force_flush()
 
     ingested = Run.objects.get(source="otlp")
-    assert (ingested.status, ingested.model_name, ingested.prompt) == ("succeeded", "sim", spec["prompt"])
+    assert (ingested.status, ingested.model_name, ingested.prompt) == ("finished", "sim", spec["prompt"])
     assert ingested.final_answer == outcome.final_answer
     theirs = list(Step.objects.filter(run=ingested).order_by("index"))
     ours = list(Step.objects.filter(run=native).order_by("index"))

@@ -123,7 +123,7 @@ def test_a_trace_becomes_a_finished_run_with_numbered_steps(post, user):
     assert reply.partial_success.rejected_spans == 0
     run = Run.objects.get(source="otlp")
     assert (run.owner, run.provider, run.status, run.model_name, run.prompt, run.final_answer) == (
-        user, "import", "succeeded", "gpt-x", "How warm is Paris?", "21 C")
+        user, "import", "finished", "gpt-x", "How warm is Paris?", "21 C")
     assert run.settings == {"trace_id": TRACE.hex(), "agent": "weather-agent", "conversation_id": "conv-1",
                             "service": "my-agent"}
     steps = list(Step.objects.filter(run=run).order_by("index"))
@@ -152,7 +152,7 @@ def test_spans_stream_in_across_requests_and_the_run_goes_live_then_finished(pos
     assert run.status == "running" and run.step_count == 2
     post(_proto(spans[1:]))
     run.refresh_from_db()
-    assert run.status == "succeeded" and run.step_count == 4
+    assert run.status == "finished" and run.step_count == 4
 
 
 @pytest.mark.django_db
@@ -352,7 +352,7 @@ def _emit_genai_trace(provider) -> str:
 
 def _check_genai_run(trace_id: str) -> None:
     run = Run.objects.get(settings__trace_id=trace_id)
-    assert (run.status, run.model_name, run.final_answer) == ("succeeded", "m-1", "4")
+    assert (run.status, run.model_name, run.final_answer) == ("finished", "m-1", "4")
     assert run.settings["agent"] == "planner" and run.settings["conversation_id"] == "conv-7"
     steps = list(Step.objects.filter(run=run).order_by("index").values_list("kind", "tool", "text"))
     assert steps == [("thought", "", "Look it up."), ("action", "lookup", 'lookup({"q": "x"})'),

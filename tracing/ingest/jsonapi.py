@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracing.steps import KINDS, Step
+from tracing.steps import KINDS, ROLES, Step, TrajectoryError, parse_context
 
 # Postgres `integer` columns (index, tokens).
 MAX_INT = 2**31 - 1
@@ -25,19 +25,30 @@ MAX_JSON_DEPTH = 32
 # Python client does); it bounds one transaction's lock time.
 MAX_STEPS_PER_REQUEST = 20_000
 MAX_RUNS_PER_REQUEST = 2_000
-FINISH_STATUSES = ("succeeded", "failed", "error", "stopped")
+# How a run ended. "finished" is any end of the agent's own (its outcome is
+# `success`); "stopped" a person's Stop; "error" the infrastructure failing.
+FINISH_STATUSES = ("finished", "error", "stopped")
+# The statuses of API version 1, still accepted: status and outcome in one word.
+FINISH_ALIASES = {"succeeded": True, "failed": False}
+# A run's context (system prompt, tool schemas) as JSON, at most: real ones are
+# tens of kilobytes (tau2-bench's policy and 15 tool schemas: 24 KB); a
+# context past a mebibyte is a document pasted by mistake, and every analysis
+# of the run reads it.
+MAX_CONTEXT_BYTES = 1024 * 1024
 
 STEP_FIELDS = frozenset(
-    {"index", "kind", "text", "content", "tool", "args", "meta", "prompt_tokens", "completion_tokens", "latency_ms"}
+    {"index", "kind", "role", "text", "content", "tool", "args", "meta", "prompt_tokens", "completion_tokens",
+     "latency_ms"}
 )
 RUN_FIELDS = frozenset(
-    {"prompt", "model", "agent", "external_id", "conversation_id", "metadata", "steps", "finish", "analyse"}
+    {"prompt", "model", "agent", "external_id", "conversation_id", "metadata", "context", "steps", "finish",
+     "analyse"}
 )
 FINISH_FIELDS = frozenset({"status", "final_answer", "reason", "success"})
 
 # A \uD800-\uDFFF escape in the text: json.loads turns a lone one into a code
 # point that is not valid UTF-8 and that Postgres would refuse mid-write.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
 
 
 class ApiError(ValueError):
@@ -48,20 +59,41 @@ class ApiError(ValueError):
         self.status = status
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is too large a number")
+    return value
+
+
+def loads_strict(text: str, where: str = "the body", root: str = "body") -> Any:
+    """JSON as Postgres' jsonb takes it: no NaN / Infinity (Python reads them,
+    jsonb refuses them mid-write), no number past a float's range, no integer
+    too long to convert, no lone UTF-16 surrogate escape. Raises ApiError naming
+    `where` (the whole text) or the path from `root` to the bad string."""
+    try:
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        raise ApiError(f"{where} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+    except RecursionError as exc:
+        raise ApiError(f"{where} is not acceptable JSON: it is nested too deeply") from exc
+    except ValueError as exc:  # the constants and floats above; Python's limit on integer digits
+        raise ApiError(f"{where} is not acceptable JSON: {exc}") from exc
+    if _SURROGATE_ESCAPE.search(text):
+        _check_strings(data, root)
+    return data
+
+
 def load_json(raw: bytes) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(f"the body is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ApiError(f"the body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
-    except RecursionError as exc:
-        raise ApiError("the body is not acceptable JSON: it is nested too deeply") from exc
-    if _SURROGATE_ESCAPE.search(raw):
-        _check_strings(data, "body")
-    return data
+    return loads_strict(text)
 
 
 def _check_strings(value: Any, where: str) -> None:
@@ -111,7 +143,8 @@ def _str(value: Any, where: str, *, max_chars: int | None = None) -> str:
         raise ApiError(f"{where} must be a string, not {type(value).__name__}")
     if max_chars is not None and len(value) > max_chars:
         raise ApiError(f"{where} is longer than {max_chars} characters")
-    return value
+    # Postgres text cannot hold NUL; tool output and pasted binaries do.
+    return value.replace("\x00", "\ufffd") if "\x00" in value else value
 
 
 def _object(value: Any, where: str) -> dict:
@@ -136,6 +169,9 @@ def parse_step(raw: Any, where: str) -> Step:
     kind = obj.get("kind")
     if kind not in KINDS:
         raise ApiError(f"{where}.kind must be one of {', '.join(KINDS)}")
+    role = obj.get("role")
+    if role is not None and role not in ROLES:
+        raise ApiError(f"{where}.role must be one of {', '.join(ROLES)} (or absent: inferred from kind and tool)")
     text = _str(obj.get("text", obj.get("content")), f"{where}.text")
     tool = _str(obj.get("tool"), f"{where}.tool", max_chars=MAX_TOOL_CHARS) or None
     args = obj.get("args")
@@ -163,6 +199,7 @@ def parse_step(raw: Any, where: str) -> Step:
         prompt_tokens=_int(obj.get("prompt_tokens"), f"{where}.prompt_tokens", default=0),
         completion_tokens=_int(obj.get("completion_tokens"), f"{where}.completion_tokens", default=0),
         latency_ms=float(latency),
+        role=role,
     )
 
 
@@ -185,27 +222,62 @@ def parse_steps(raw: Any, where: str = "steps") -> list[Step]:
 
 @dataclass
 class Finish:
-    status: str
+    status: str  # one of FINISH_STATUSES
     final_answer: str = ""
     reason: str = ""
     success: bool | None = None
 
 
 def parse_finish(raw: Any, where: str = "body") -> Finish:
+    """The end of a run: `status` (default "finished") and the outcome `success`.
+
+    "succeeded" / "failed" (API version 1) are read as "finished" with success
+    true / false; an explicit `success` that contradicts them is refused.
+    """
     obj = _object(raw, where)
     _unknown(obj, FINISH_FIELDS, where)
-    status = obj.get("status", "succeeded")
-    if status not in FINISH_STATUSES:
-        raise ApiError(f"{where}.status must be one of {', '.join(FINISH_STATUSES)}")
+    status = obj.get("status", "finished")
     success = obj.get("success")
     if success is not None and not isinstance(success, bool):
         raise ApiError(f"{where}.success must be true, false or null")
+    if not isinstance(status, str) or (status not in FINISH_STATUSES and status not in FINISH_ALIASES):
+        raise ApiError(f"{where}.status must be one of {', '.join((*FINISH_STATUSES, *FINISH_ALIASES))}")
+    if status in FINISH_ALIASES:
+        implied = FINISH_ALIASES[status]
+        if success is not None and success != implied:
+            raise ApiError(f"{where}.status {status!r} contradicts {where}.success {str(success).lower()}: "
+                           "send status 'finished' with the outcome in success")
+        status, success = "finished", implied
+    if status == "stopped" and success is not None:
+        raise ApiError(f"{where}.success must be null for a stopped run: a Stop is not an outcome")
     return Finish(
         status=status,
         final_answer=_str(obj.get("final_answer"), f"{where}.final_answer"),
         reason=_str(obj.get("reason"), f"{where}.reason"),
         success=success,
     )
+
+
+def check_context_size(context: dict[str, Any], where: str) -> None:
+    """Refuse a context past MAX_CONTEXT_BYTES as JSON (or nested past MAX_JSON_DEPTH)."""
+    if not context:
+        return
+    if not _depth_ok(context):
+        raise ApiError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
+    size = len(json.dumps(context, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size > MAX_CONTEXT_BYTES:
+        raise ApiError(f"{where} is {size:,} bytes as JSON; the limit is {MAX_CONTEXT_BYTES:,} bytes "
+                       "(a system prompt and tool schemas: put documents in the steps)", 413)
+
+
+def parse_run_context(raw: Any, where: str) -> dict[str, Any]:
+    """A run's `context`, validated by the one rule of the JSONL format and size-capped."""
+    try:
+        context = parse_context(raw)
+    except TrajectoryError as exc:
+        raise ApiError(f"{where}: {exc}") from exc
+    check_context_size(context, where)
+    return context
 
 
 @dataclass
@@ -216,6 +288,7 @@ class RunRequest:
     external_id: str = ""
     conversation_id: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
     finish: Finish | None = None
     analyse: bool = True
@@ -250,6 +323,7 @@ def parse_run(raw: Any, where: str = "body") -> RunRequest:
         external_id=_str(obj.get("external_id"), f"{where}.external_id", max_chars=200),
         conversation_id=_str(obj.get("conversation_id"), f"{where}.conversation_id", max_chars=200),
         metadata=metadata,
+        context=parse_run_context(obj.get("context"), f"{where}.context"),
         steps=parse_steps(obj["steps"], f"{where}.steps") if obj.get("steps") is not None else [],
         finish=parse_finish(obj["finish"], f"{where}.finish") if obj.get("finish") is not None else None,
         analyse=analyse,

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracing.ingest.jsonapi import FINISH_STATUSES, MAX_JSON_DEPTH, MAX_STEPS_PER_REQUEST, MAX_TOOL_CHARS
-from tracing.steps import KINDS
+from tracing.ingest.jsonapi import (
+    FINISH_ALIASES,
+    FINISH_STATUSES,
+    MAX_CONTEXT_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_STEPS_PER_REQUEST,
+    MAX_TOOL_CHARS,
+)
+from tracing.steps import CONTEXT_KEYS, KINDS, ROLES
 
 _ERROR = {"description": "the problem, named", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
@@ -37,6 +44,10 @@ def _inputs() -> dict[str, Any]:
         "properties": {
             "index": {"type": "integer", "minimum": 0, "description": "unique per run; (run, index) is idempotent"},
             "kind": {"type": "string", "enum": list(KINDS)},
+            "role": {"type": ["string", "null"], "enum": [*ROLES, None],
+                     "description": "whose words the step carries. Absent: inferred (an intervention is the "
+                                    "watchdog's, an observation of the tool `user` the user's, any other "
+                                    "observation a tool's, the rest the assistant's)"},
             "text": {"type": "string", "description": "the thought, the action as written, the observation..."},
             "content": {"type": "string", "description": "alias of text (the shared/eval JSONL format)"},
             "tool": {"type": ["string", "null"], "maxLength": MAX_TOOL_CHARS},
@@ -51,10 +62,26 @@ def _inputs() -> dict[str, Any]:
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "status": {"type": "string", "enum": list(FINISH_STATUSES), "default": "succeeded"},
+            "status": {"type": "string", "enum": [*FINISH_STATUSES, *FINISH_ALIASES], "default": "finished",
+                       "description": "how the run ended: `finished` (on its own, whatever its outcome), `stopped` "
+                                      "(a person stopped it; success must be null) or `error` (the infrastructure "
+                                      "failed). Deprecated: `succeeded` / `failed` = `finished` with success "
+                                      "true / false"},
             "final_answer": {"type": "string"},
             "reason": {"type": "string"},
-            "success": {"type": ["boolean", "null"], "description": "scored outcome, when the caller knows it"},
+            "success": {"type": ["boolean", "null"],
+                        "description": "the outcome, when the caller knows it (null: unscored)"},
+        },
+    }
+    context = {
+        "type": "object",
+        "additionalProperties": False,
+        "description": f"what the agent was told before its first step; evidence for its claims. At most "
+                       f"{MAX_CONTEXT_BYTES} bytes as JSON (larger: 413)",
+        "properties": {
+            CONTEXT_KEYS[0]: {"type": ["string", "null"], "description": "system prompt or domain policy"},
+            CONTEXT_KEYS[1]: {"type": ["array", "null"], "items": {},
+                              "description": "tool definitions (any JSON schema format)"},
         },
     }
     run_in = {
@@ -67,13 +94,14 @@ def _inputs() -> dict[str, Any]:
             "external_id": {"type": "string", "description": "makes creation idempotent for this user"},
             "conversation_id": {"type": "string"},
             "metadata": {"type": "object"},
+            "context": {"$ref": "#/components/schemas/Context"},
             "steps": {"type": "array", "items": {"$ref": "#/components/schemas/Step"}},
             "finish": {"$ref": "#/components/schemas/Finish"},
             "analyse": {"type": "boolean", "default": True,
                         "description": "compute signals and the anchor break when the run is finished here"},
         },
     }
-    return {"Step": step, "Finish": finish, "RunIn": run_in}
+    return {"Step": step, "Finish": finish, "Context": context, "RunIn": run_in}
 
 
 def _schemas() -> dict[str, Any]:
@@ -96,11 +124,18 @@ def _schemas() -> dict[str, Any]:
             "run": {"type": "integer"}, "written": {"type": "integer"},
             "duplicates": {"type": "integer", "description": "indices already stored (first write wins)"}}},
         "RunSummary": {"type": "object", "properties": {
-            "id": {"type": "integer"}, "status": {"type": "string"}, "source": {"type": "string"},
+            "id": {"type": "integer"},
+            "status": {"type": "string", "enum": ["queued", "running", *FINISH_STATUSES]},
+            "success": {"type": ["boolean", "null"], "description": "the outcome (null: unscored)"},
+            "source": {"type": "string"},
             "model": {"type": "string"}, "step_count": {"type": "integer"},
             "prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"},
             "latency_ms": {"type": "number"}, "final_answer": {"type": "string"},
-            "first_anchor_break": {"type": ["integer", "null"]}, "settings": {"type": "object"},
+            "first_anchor_break": {"type": ["integer", "null"]},
+            "anchor_pattern": {"type": ["string", "null"], "description": "what kind of break it is"},
+            "anchor_findings": {"type": "array", "items": {"type": "object"},
+                                "description": "worth a look, not breaks: {step, pattern, reason}"},
+            "settings": {"type": "object"},
             "url": {"type": "string"}}},
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
     }

@@ -17,19 +17,17 @@ from django.utils import timezone
 from tracing.ingest.jsonapi import ApiError, Finish, RunRequest
 from tracing.ingest.otlp import Span, TraceState, classify, describe, map_spans, needs_rebuild, produces_steps
 from tracing.ingest.writes import (
-    COPY_MIN_ROWS,
     Appended,
     append_steps,
     copy_objects,
     copy_spans,
-    copy_steps,
     fast_commit,
     finish_runs,
-    insert_steps,
     locked_external_runs,
     reset_steps,
     save_states,
     stored_span_ids,
+    write_new_steps,
 )
 from tracing.models import ExternalRun, IngestedSpan, Step, get_run_model
 from tracing.recorder import add_to_summaries
@@ -41,6 +39,9 @@ from tracing.summary import RunSummary
 # run anyone will read; its further spans are refused (OTLP partial success).
 MAX_SPANS_PER_TRACE = 100_000
 UNKNOWN_MODEL = "unknown"
+# What a run from outside does not tell us: unknown, shown as "—", never the
+# defaults of a run agentlab launches.
+UNKNOWN_SETTINGS = {"temperature": None, "max_steps": None, "max_tokens": None}
 
 
 def _ns_to_datetime(ns: int) -> datetime | None:
@@ -54,16 +55,6 @@ def runs_ended(run_ids: Iterable[int]) -> None:
     stored steps."""
     for run_id in run_ids:
         send_run_ended(run_id, recompute_signals=True)
-
-
-def _write_new(batches: Sequence[tuple[int, Sequence[StepRecord]]]) -> None:
-    """Steps of runs that have none yet (no conflicts possible): one COPY for all."""
-    total = sum(len(steps) for _, steps in batches)
-    if total >= COPY_MIN_ROWS:
-        copy_steps(batches)
-    else:
-        for run_id, steps in batches:
-            insert_steps(run_id, steps)
 
 
 # --- JSON API ---------------------------------------------------------------------
@@ -98,8 +89,8 @@ def _new_api_run(owner, req: RunRequest, now: datetime) -> models.Model:
     Run = get_run_model()
     run = Run(
         owner=owner, prompt=req.prompt, provider=Run.Provider.IMPORT, source="api",
-        model_name=(req.model or UNKNOWN_MODEL)[:120], settings=req.settings, status=Run.Status.RUNNING,
-        started_at=now, **RunSummary.of(req.steps).columns(),
+        model_name=(req.model or UNKNOWN_MODEL)[:120], settings=req.settings, context=req.context,
+        status=Run.Status.RUNNING, started_at=now, **UNKNOWN_SETTINGS, **RunSummary.of(req.steps).columns(),
     )
     if req.finish is not None:
         for name, value in _finish_fields(req.finish, now).items():
@@ -112,7 +103,7 @@ def _create_api_runs(owner, fresh: Sequence[tuple[RunRequest, models.Model]]) ->
     copy_objects([run for _, run in fresh])
     copy_objects([ExternalRun(owner=owner, source=ExternalRun.Source.API, external_id=req.external_id, run=run)
                   for req, run in fresh if req.external_id])
-    _write_new([(run.pk, req.steps) for req, run in fresh if req.steps])
+    write_new_steps([(run.pk, req.steps) for req, run in fresh if req.steps])
 
 
 def runs_ingest(*, owner, requests: Sequence[RunRequest]) -> list[RunResult]:
@@ -180,8 +171,9 @@ def run_append(*, owner, run_id: int, steps: Sequence[StepRecord]) -> Appended:
 def _finish_locked(run: models.Model, finish: Finish, now: datetime) -> bool:
     """True when this call finished the run (False: it was already finished the same way)."""
     if run.status not in run.LIVE_STATUSES:
-        if run.status != finish.status:
-            raise ApiError(f"run {run.pk} is already finished as {run.status}", 409)
+        if (run.status, run.success) != (finish.status, finish.success):
+            outcome = {True: "success", False: "failure", None: "no outcome"}[run.success]
+            raise ApiError(f"run {run.pk} has already ended: {run.status}, {outcome}", 409)
         return False
     fields = _finish_fields(finish, now)
     type(run).objects.filter(pk=run.pk).update(**fields)
@@ -233,7 +225,7 @@ def _new_otlp_run(owner, trace_id: str, spans: Sequence[Span]) -> models.Model:
     return Run(
         owner=owner, prompt=info.prompt, provider=Run.Provider.IMPORT, source="otlp",
         model_name=(info.model or UNKNOWN_MODEL)[:120], settings=settings, status=Run.Status.RUNNING,
-        started_at=_ns_to_datetime(info.started_ns) or timezone.now(),
+        started_at=_ns_to_datetime(info.started_ns) or timezone.now(), **UNKNOWN_SETTINGS,
     )
 
 
@@ -286,7 +278,7 @@ class _Writes:
     def flush(self) -> None:
         copy_spans(self.spans)
         # Indices come from the locked trace state, so they are new: COPY for all.
-        _write_new(self.steps)
+        write_new_steps(self.steps)
         add_to_summaries(self.summaries)
         save_states(self.states)
         finish_runs(self.finishes)
@@ -356,7 +348,9 @@ def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_fi
         ended.append(run.pk)
         roots = [s for s in new if not s.parent_id]
         finished_at = _ns_to_datetime(max((s.end_ns for s in roots), default=0)) or timezone.now()
-        return (run.pk, state.outcome or Run.Status.SUCCEEDED, state.final_answer, finished_at)
+        # The mapper says how the trace ended ("error" or not); its outcome is unknown.
+        status = Run.Status.ERROR if state.outcome == Run.Status.ERROR else Run.Status.FINISHED
+        return (run.pk, status, state.final_answer, finished_at)
     if state.finished and run.status not in Run.LIVE_STATUSES:
         ended.append(run.pk)  # a late span changed a finished run's steps
     return None

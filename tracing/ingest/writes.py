@@ -26,6 +26,7 @@ from django.utils import timezone
 from tracing.models import ApiToken, ExternalRun, IngestedSpan, Step, get_run_model
 from tracing.recorder import add_to_summaries, clean_json, clean_text
 from tracing.steps import Step as StepRecord
+from tracing.steps import role_of
 from tracing.summary import RunSummary
 
 # Below this many rows a multi-row INSERT is cheaper than opening a COPY; a
@@ -38,7 +39,7 @@ TOKEN_PREFIX = "al_"
 # Characters of the token shown in lists (the prefix plus a few random ones).
 TOKEN_DISPLAY_CHARS = 10
 _STEP_COLUMNS = (
-    "run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at"
+    "run_id, index, kind, role, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at"
 )
 
 
@@ -84,7 +85,7 @@ def token_user(plain: str):
 def _rows(run_id: int, steps: Iterable[StepRecord], now: datetime):
     for s in steps:
         yield (
-            run_id, s.index, s.kind, clean_text(s.text), clean_text(s.tool or ""), clean_json(s.args),
+            run_id, s.index, s.kind, role_of(s), clean_text(s.text), clean_text(s.tool or ""), clean_json(s.args),
             clean_json(s.meta or {}), s.prompt_tokens, s.completion_tokens, s.latency_ms, now,
         )
 
@@ -111,7 +112,7 @@ def insert_steps(run_id: int, steps: Sequence[StepRecord]) -> set[int]:
     if not steps:
         return set()
     now = timezone.now()
-    values = ", ".join(["(%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s)"] * len(steps))
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s)"] * len(steps))
     params = [v for row in _rows(run_id, steps, now) for v in row]
     with connection.cursor() as cur:
         cur.execute(
@@ -120,6 +121,17 @@ def insert_steps(run_id: int, steps: Sequence[StepRecord]) -> set[int]:
             params,
         )
         return {row[0] for row in cur.fetchall()}
+
+
+def write_new_steps(batches: Sequence[tuple[int, Sequence[StepRecord]]]) -> None:
+    """Steps of runs that have none yet (no conflicts possible): one COPY for all,
+    or plain inserts when there are too few to be worth opening a COPY."""
+    total = sum(len(steps) for _, steps in batches)
+    if total >= COPY_MIN_ROWS:
+        copy_steps(batches)
+    else:
+        for run_id, steps in batches:
+            insert_steps(run_id, steps)
 
 
 @dataclass

@@ -32,6 +32,7 @@ class Command(BaseCommand):
             for lineno, message in result.errors:
                 self.stderr.write(f"{name}:{lineno}: {message}")
             failed += len(result.errors)
-            self.stdout.write(f"{name}: imported {len(result.run_ids)} runs, rejected {len(result.errors)} lines")
+            already = f", {len(result.existing)} already imported" if result.existing else ""
+            self.stdout.write(f"{name}: imported {len(result.run_ids)} runs{already}, rejected {len(result.errors)} lines")
         if failed:
             raise CommandError(f"{failed} line(s) rejected; the others were imported")

@@ -171,7 +171,7 @@ def test_a_group_with_live_runs_polls_every_2s_until_all_are_done(auth_client, m
     polled = auth_client.get(url, headers=HX)
     assert polled.status_code == 200 and 'hx-trigger="every 2s"' in polled.content.decode()
 
-    Run.objects.filter(pk=live.pk).update(status=Run.Status.SUCCEEDED, success=True)
+    Run.objects.filter(pk=live.pk).update(status=Run.Status.FINISHED, success=True)
     final = auth_client.get(url, headers=HX)
     assert final.status_code == 286
     assert "hx-trigger" not in final.content.decode()

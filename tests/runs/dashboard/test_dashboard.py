@@ -16,10 +16,10 @@ URL = reverse("dashboard")
 
 @pytest.fixture
 def runs(make_run):
-    make_run(step_count=4, success=True, status="succeeded")
-    make_run(step_count=12, success=False, status="failed", stopped_by="max_steps",
+    make_run(step_count=4, success=True, status="finished")
+    make_run(step_count=12, success=False, status="finished", stopped_by="max_steps",
              intervention_count=2, intervention_detectors=["repetition", "budget"], intervention_tiers=["hint", "stop"])
-    make_run(step_count=6, success=True, status="succeeded", first_anchor_break=3, anchor_reason="x",
+    make_run(step_count=6, success=True, status="finished", first_anchor_break=3, anchor_reason="x",
              context_steps=[0, 3, 6], context_tokens=[100, 300, 500], truncated_steps=[5])
     make_run(step_count=5, status="running")  # live: not counted
 
@@ -115,8 +115,8 @@ def test_the_watchdog_off_drill_keeps_its_filter(auth_client, make_run):
     from runs.policies.models import Policy
 
     policy = Policy.objects.create(name="default", config={})
-    make_run(status="failed", policy=policy)
-    unwatched = make_run(status="failed")
+    make_run(status="finished", success=False, policy=policy)
+    unwatched = make_run(status="finished", success=False)
     # Filtered to runs without a watchdog, every link to the run list keeps it...
     page = auth_client.get(URL, {"policy": "off"})
     assert page.context["totals"]["runs"] == 1
@@ -131,8 +131,8 @@ def test_the_watchdog_off_drill_keeps_its_filter(auth_client, make_run):
 
 
 def test_a_model_name_that_is_a_formula_is_exported_as_text(auth_client, make_run):
-    make_run(step_count=3, success=True, status="succeeded", model_name='=HYPERLINK("http://evil.example","x")')
-    make_run(step_count=3, success=True, status="succeeded", model_name="@SUM(A1)")
+    make_run(step_count=3, success=True, status="finished", model_name='=HYPERLINK("http://evil.example","x")')
+    make_run(step_count=3, success=True, status="finished", model_name="@SUM(A1)")
     body = auth_client.get(URL, {"export": "by_model"}).content.decode()
     models = [row["group"] for row in csv.DictReader(io.StringIO(body))]
     assert "'=HYPERLINK(\"http://evil.example\",\"x\")" in models and "'@SUM(A1)" in models
@@ -152,7 +152,7 @@ def test_forks_are_not_runs_of_the_dashboard(auth_client, make_run):
 
     policy = Policy.objects.create(name="default", config={})
     parent = make_run(status="stopped", policy=policy, success=False)
-    make_run(status="succeeded", parent=parent, fork_from=2, success=True)
+    make_run(status="finished", parent=parent, fork_from=2, success=True)
     page = auth_client.get(URL)
     assert page.context["totals"]["runs"] == 1
     assert [g["key"] for g in page.context["by_policy"]] == ["default"]

@@ -108,13 +108,13 @@ def test_loaddemo_is_idempotent_and_seeds_demo_runs_once(db):
     assert Task.objects.count() >= 20 and Document.objects.exists()
     assert Policy.objects.filter(name="default").count() == 1
     assert Run.objects.count() == 3
-    assert all(r.status in ("succeeded", "failed", "stopped") for r in Run.objects.all())
+    assert all(r.status in ("finished", "stopped") for r in Run.objects.all())
 
 
 def test_analyse_recomputes_signals_and_anchoring(db):
     call_command("importjsonl", *[str(p) for p in [EVAL / "react_exemplars" / "runs.jsonl"]], verbosity=0) \
         if EVAL.exists() else None
-    upload_run = Run.objects.create(prompt="Where was he born?", status="succeeded")
+    upload_run = Run.objects.create(prompt="Where was he born?", status="finished")
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord
 
@@ -201,3 +201,155 @@ def test_api_tokens_are_in_the_menu(auth_client):
     body = auth_client.get(reverse("runs:list")).content.decode()
     nav = body.split("<nav>", 1)[1].split("</nav>", 1)[0]
     assert f'href="{reverse("tracing:tokens")}"' in nav and "API tokens" in nav
+# --- roles, context, outcome, idempotency, unknowns (issue 11, issue 16 item 13) ----------
+
+DIALOGUE = {
+    "source": "shop", "run_id": "d1", "task": "Refund order #W1", "success": None, "reward": 1.0,
+    "context": {"system": "Refunds go to the original payment method. <script>x</script>",
+                "tools": [{"name": "get_order", "parameters": {"id": "string"}}]},
+    "steps": [
+        {"index": 0, "kind": "observation", "tool": "user", "content": "I want my money back for #W1."},
+        {"index": 1, "kind": "action", "tool": "get_order", "args": {"id": "#W1"}, "content": "get_order"},
+        {"index": 2, "kind": "observation", "tool": "get_order", "content": '{"id": "#W1", "paid_with": "visa"}'},
+        {"index": 3, "kind": "action", "tool": "respond", "args": {"content": "Refunded to your visa."},
+         "content": "Refunded to your visa."},
+        {"index": 4, "kind": "observation", "role": "system", "content": "Handoff available."},
+        {"index": 5, "kind": "intervention", "content": "You asked that already.",
+         "meta": {"detector": "repetition", "tier": "hint", "evidence": {"policy": "their-watchdog"}}},
+    ],
+    "meta": {"model": "gpt-4.1"},
+}
+
+
+def test_roles_context_and_outcome_are_imported(user):
+    from runs.imports.services import import_lines
+
+    result = import_lines([json.dumps(DIALOGUE)], owner=user)
+    run = Run.objects.get(pk=result.run_ids[0])
+    roles = dict(Step.objects.filter(run=run).values_list("index", "role"))
+    assert roles == {0: "user", 1: "assistant", 2: "tool", 3: "assistant", 4: "system", 5: "watchdog"}
+    assert run.context == DIALOGUE["context"]
+    assert (run.status, run.success) == ("finished", True)  # reward 1.0 = full marks
+    assert (run.temperature, run.max_steps, run.max_tokens, run.started_at) == (None, None, None, None)
+    assert run.duration_s is None and run.finished_at is not None
+
+
+@pytest.mark.parametrize(("fields", "status", "success"), [
+    ({"success": True}, "finished", True),
+    ({"success": False, "reward": 1.0}, "finished", False),  # success wins over reward
+    ({"success": None, "reward": 0.0}, "finished", False),
+    ({"success": None, "reward": 0.5}, "finished", False),  # partial credit is not a success
+    ({"success": None, "reward": None}, "finished", None),
+    ({"success": None, "meta": {"status": "error"}}, "error", None),
+    ({"success": False, "steps": [{"index": 0, "kind": "error", "content": "model endpoint 500"}]}, "error", False),
+])
+def test_an_imported_run_is_finished_or_error_with_its_outcome_apart(user, fields, status, success):
+    from runs.imports.services import import_lines
+
+    result = import_lines([json.dumps({**GOOD, **fields})], owner=user)
+    run = Run.objects.get(pk=result.run_ids[0])
+    assert (run.status, run.success) == (status, success)
+
+
+def test_an_imported_interruption_enters_the_review_queue_like_a_native_one(user, make_run):
+    from runs.imports.services import import_lines
+    from runs.reviews.models import ReviewItem
+    from runs.reviews.services import review_items_sync
+    from tracing.recorder import record_step
+    from tracing.steps import Step as StepRecord
+
+    run = Run.objects.get(pk=import_lines([json.dumps(DIALOGUE)], owner=user).run_ids[0])
+    imported = ReviewItem.objects.get(run=run)
+    assert (imported.step_index, imported.detector, imported.tier, imported.policy_name, imported.run_status) == (
+        5, "repetition", "hint", "their-watchdog", "finished")
+    native = make_run(steps=0)
+    record_step(native.pk, StepRecord(index=0, kind="intervention", text="You asked that already.",
+                                      meta=DIALOGUE["steps"][5]["meta"]))
+    review_items_sync(native.pk)
+    mine = ReviewItem.objects.get(run=native)
+    fields = ("step_index", "detector", "tier", "policy_name", "threshold", "thresholds", "prior", "label")
+    assert [getattr(imported, f) for f in fields[1:]] == [getattr(mine, f) for f in fields[1:]]
+
+
+def test_the_same_file_twice_gives_the_same_runs(auth_client):
+    text = "\n".join(json.dumps({**GOOD, "run_id": f"r{i}"}) for i in range(3))
+    first = upload(auth_client, text)
+    assert Run.objects.count() == 3 and "Imported 3 runs" in first.content.decode()
+    again = upload(auth_client, text)
+    body = again.content.decode()
+    assert again.status_code == 200
+    assert Run.objects.count() == 3 and Step.objects.count() == 12
+    assert "Imported 0 runs, 3 already imported" in body and body.count(">already imported</span>") == 3
+    # Another label is another source: imported again, on purpose.
+    auth_client.post(reverse("runs:import"), {"file": SimpleUploadedFile("r.jsonl", text.encode()), "source": "v2"})
+    assert Run.objects.filter(source="v2").count() == 3
+
+
+def test_another_users_import_of_the_same_file_is_their_own(user, other_user):
+    from runs.imports.services import import_lines
+
+    line = json.dumps(GOOD)
+    assert len(import_lines([line], owner=user).run_ids) == 1
+    assert len(import_lines([line], owner=other_user).run_ids) == 1
+    again = import_lines([line], owner=user)
+    assert again.run_ids == [] and len(again.existing) == 1
+
+
+def test_the_command_is_idempotent_and_says_so(tmp_path, capsys):
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n")
+    call_command("importjsonl", str(path))
+    call_command("importjsonl", str(path))
+    assert Run.objects.count() == 1
+    assert "imported 0 runs, 1 already imported, rejected 0 lines" in capsys.readouterr().out
+
+
+def test_what_the_file_did_not_say_is_shown_as_a_dash(auth_client):
+    upload(auth_client, json.dumps(GOOD))
+    run = Run.objects.get()
+    header = auth_client.get(run.get_absolute_url()).content.decode().split('id="timeline"')[0]
+    assert "T=—" in header and "<dt>budget</dt><dd><span" in header and "20000" not in header
+    assert "<dt>duration</dt><dd>—</dd>" in header and "0.0 s" not in header
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ({**GOOD, "steps": [{"index": 0, "kind": "observation", "role": "customer"}]}, "steps[0].role must be one of"),
+    ({**GOOD, "context": "be nice"}, "'context' must be an object"),
+    ({**GOOD, "context": {"system": "x" * (5 * 1024 * 1024)}}, "'context' is 5,242,"),
+    ({**GOOD, "run_id": "r" * 201}, "'run_id' is longer than 200 characters"),
+    ('{"run_id": "x", "steps": [], "reward": NaN}', "NaN is not a JSON number"),
+    ('{"run_id": "x", "steps": [], "task": "\\ud800"}', "line.task contains a lone UTF-16 surrogate"),
+])
+def test_bad_lines_name_the_problem_and_write_nothing(user, line, message):
+    from runs.imports.services import import_lines
+
+    result = import_lines([line if isinstance(line, str) else json.dumps(line)], owner=user)
+    assert result.run_ids == [] and len(result.errors) == 1
+    assert message in result.errors[0][1]
+    assert Run.objects.count() == 0 and Step.objects.count() == 0
+
+
+def test_odd_but_valid_content_imports_whole(user):
+    """Bad tool output is data, not a reason to crash or half-write."""
+    from runs.imports.services import import_lines
+
+    big = json.dumps({"rows": [{"id": i, "name": f"item {i}", "note": "x" * 80} for i in range(82_000)]})
+    assert len(big) > 10 * 1024 * 1024
+    steps = [
+        {"index": 0, "kind": "action", "tool": "sql", "args": "SELECT * FROM t", "content": "SELECT * FROM t"},
+        {"index": 1, "kind": "observation", "tool": "sql", "content": '{"rows": [1, 2,'},  # not valid JSON
+        {"index": 2, "kind": "observation", "tool": "sql", "content": big},  # a 10 MB JSON result
+        {"index": 3, "kind": "observation", "tool": "bash", "content": "\x00\x01\x02\xff\ufffd\x7fELF\x00\x00"},
+        {"index": 4, "kind": "thought", "content": "用户想要退款 for order #W1，我先查一下 the order。"},
+        {"index": 5, "kind": "observation", "tool": "user", "content": ""},  # an empty turn
+        {"index": 6, "kind": "thought", "content": ""},
+        {"index": 7, "kind": "action", "tool": "t\x00ool", "args": {"k\x00": "v\x00"}, "content": "x"},
+        {"index": 8, "kind": "final", "content": "完成 done"},
+    ]
+    result = import_lines([json.dumps({**GOOD, "steps": steps}, ensure_ascii=False)], owner=user)
+    assert result.errors == [] and len(result.run_ids) == 1
+    stored = {s.index: s for s in Step.objects.filter(run_id=result.run_ids[0])}
+    assert len(stored) == 9
+    assert len(stored[2].text) == len(big)
+    assert stored[3].text.startswith("\ufffd\x01\x02")  # NUL, which Postgres cannot hold, replaced
+    assert stored[7].args == {"k\ufffd": "v\ufffd"} and stored[5].role == "user"

@@ -31,7 +31,7 @@ def _requests(run):
 
 @pytest.mark.parametrize("name", ["run page", "step poll", "stop", "export", "what if… fork", "compare cell"])
 def test_a_narrowed_access_rule_hides_the_run_from_other_users(client, make_run, user, other_user, owners_only, name):
-    run = make_run(steps=4, owner=user, status="failed")
+    run = make_run(steps=4, owner=user, status="finished", success=False)
     method, url, headers = _requests(run)[name]
     client.force_login(other_user)
     assert getattr(client, method)(url, headers=headers).status_code == 404

@@ -55,7 +55,7 @@ def ended():
 def test_the_first_delivery_claims_a_queued_run_and_runs_it(make_run, agent, ended):
     run = make_run(status="queued")
     done = execution.run_execute(run_id=run.pk, task_id="task-1")
-    assert done.status == "succeeded" and done.success is True and done.final_answer == "Fredville"
+    assert done.status == "finished" and done.success is True and done.final_answer == "Fredville"
     assert done.celery_id == "task-1" and done.started_at is not None and done.finished_at is not None
     assert len(agent) == 1 and ended == [run.pk]
 
@@ -73,14 +73,14 @@ def test_a_redelivered_message_resumes_its_running_run_from_the_stored_steps(mak
     # acks_late: the worker died mid-run; Redis hands the message to another.
     run = make_run(steps=3, status="running", celery_id="task-1")
     done = execution.run_execute(run_id=run.pk, task_id="task-1", redelivered=True)
-    assert done.status == "succeeded"
+    assert done.status == "finished"
     assert [s.index for s in agent[0]["history"]] == [0, 1, 2]
 
 
 @pytest.mark.parametrize(("status", "celery_id", "redelivered"), [
     ("running", "task-1", False),  # not a redelivery: another worker has it
     ("running", "task-0", True),  # a redelivery of an older message of the run
-    ("succeeded", "task-1", True),  # the run ended meanwhile
+    ("finished", "task-1", True),  # the run ended meanwhile
     ("stopped", "task-1", False),  # stopped before it started
 ])
 def test_deliveries_that_must_not_run_the_run(make_run, agent, status, celery_id, redelivered):
@@ -125,4 +125,20 @@ def test_the_task_passes_its_id_and_the_redelivered_flag(monkeypatch):
 def test_a_run_that_ends_is_scored_against_its_gold_answer(make_run, monkeypatch):
     run = make_run(status="running")
     done = execution.run_finish(run_id=run.pk, outcome=Outcome("succeeded", "Paris", "", None))
-    assert (done.status, done.success) == ("succeeded", False)
+    assert (done.status, done.success) == ("finished", False)
+
+
+@pytest.mark.parametrize(("outcome", "status", "success"), [
+    # Status says how it ended, success whether it was right: two things.
+    (Outcome("succeeded", "Fredville", "answered"), "finished", True),
+    (Outcome("succeeded", "Paris", "answered"), "finished", False),
+    (Outcome("failed", None, "step budget exhausted", "max_steps"), "finished", False),
+    (Outcome("stopped", "No answer: stopped by the watchdog", "stopped by the watchdog", "watchdog"), "finished", False),
+    # A person's Stop is not a wrong answer: unscored.
+    (Outcome("stopped", None, "stopped by the user", "user"), "stopped", None),
+    (Outcome("error", None, "model endpoint down"), "error", None),
+])
+def test_status_and_outcome_are_two_things(make_run, outcome, status, success):
+    run = make_run(status="running")
+    done = execution.run_finish(run_id=run.pk, outcome=outcome)
+    assert (done.status, done.success, done.stopped_by) == (status, success, outcome.stopped_by or "")

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 def long_local_run(user, turns: int = 12) -> Run:
     run = Run.objects.create(prompt="How long is the Lumen Bridge?", owner=user, provider="local",
-                             model_name="gemma-3-270m", mode="text", status="succeeded", max_steps=30)
+                             model_name="gemma-3-270m", mode="text", status="finished", max_steps=30)
     index = 0
     for turn in range(turns):
         query = f"part {turn} of the Lumen report"

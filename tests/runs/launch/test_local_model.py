@@ -39,7 +39,7 @@ def test_a_short_text_mode_run_on_the_local_model_is_recorded(local_url, setting
     run = execution.run_execute(run_id=run.pk)
     # A 270M base model rarely solves the task: what matters is that the run
     # ends (whatever the model wrote) and every step is on record.
-    assert run.status in (Run.Status.SUCCEEDED, Run.Status.FAILED), run.reason
+    assert run.status == Run.Status.FINISHED, run.reason
     steps = list(Step.objects.filter(run=run).order_by("index"))
     assert steps, "no steps recorded"
     assert [s.index for s in steps] == list(range(len(steps)))

@@ -62,7 +62,7 @@ def test_poll_returns_only_steps_after_the_cursor(auth_client, make_run):
 
 
 def test_poll_stops_when_the_run_is_over_and_nothing_is_new(auth_client, make_run):
-    run = make_run(steps=3, status=Run.Status.SUCCEEDED)
+    run = make_run(steps=3, status=Run.Status.FINISHED)
     response = auth_client.get(reverse("runs:steps", args=[run.pk]), {"after": 2}, headers={"HX-Request": "true"})
     assert response.status_code == 286
     assert 'id="run-header"' in response.content.decode()
@@ -154,3 +154,93 @@ def test_the_context_pressure_strip_has_axes(auth_client, make_run):
     assert '<div class="pressure-y" aria-hidden="true"><span>480</span><span>240</span><span>0</span></div>' in strip
     assert "<span>step 0</span><span>step 4</span><span>step 8</span>" in strip
     assert strip.count('class="axis"') == 2
+# --- roles, context, findings (issue 11) ------------------------------------------------
+
+
+def _dialogue_run(make_run):
+    run = make_run(steps=0, provider="import", context={
+        "system": "Refunds go to the original card. <script>alert(1)</script>",
+        "tools": [{"name": "get_order", "description": "<b>reads</b> an order"}]})
+    steps = [
+        StepRecord(index=0, kind="observation", tool="user", text="I want my money back for #W1."),
+        StepRecord(index=1, kind="action", tool="get_order", args={"id": "#W1"}, text="get_order"),
+        StepRecord(index=2, kind="observation", tool="get_order", text='{"id": "#W1", "paid_with": "visa"}'),
+        StepRecord(index=3, kind="action", tool="respond", args={"content": "Refunded to your visa."},
+                   text="Refunded to your visa."),
+        StepRecord(index=4, kind="observation", role="system", text="Handoff available."),
+        StepRecord(index=5, kind="final", text="Refunded to your visa."),
+    ]
+    for step in steps:
+        record_step(run.pk, step)
+    Run.objects.filter(pk=run.pk).update(
+        first_anchor_break=3, anchor_reason="step 3 says the refund was made; no call made one",
+        anchor_evidence={"pattern": "phantom_call", "step": 3},
+        anchor_findings=[{"step": 5, "pattern": "answered_from_memory", "reason": "no observation names <it>"}])
+    return run
+
+
+def test_a_dialogue_reads_as_user_turns_and_replies(auth_client, make_run):
+    run = _dialogue_run(make_run)
+    body = auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    row = {i: body.split(f'id="step-{i}"')[0].rsplit("<div class=", 1)[1] for i in range(6)}
+    assert "row-user" in row[0] and "row-reply" in row[3] and "row-system" in row[4] and "row-action" in row[1]
+    # Readable without colour: the tag says it in words.
+    assert '<span class="tag tag-user">user</span>' in body
+    assert '<span class="tag tag-reply">reply</span>' in body
+    assert '<span class="tag tag-system">system</span>' in body
+    assert '<span class="tag tag-action">action</span>' in body  # a tool call stays an action
+    reply = body.split('id="step-3"')[1].split('id="step-4"')[0]
+    assert '<div class="text clamp">Refunded to your visa.</div>' in reply and 'class="tool"' not in reply
+
+
+def test_the_context_is_shown_collapsed_and_escaped(auth_client, make_run):
+    run = _dialogue_run(make_run)
+    body = auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    context = body.split('<details class="run-context">')[1].split("</details>")[0]
+    assert "system prompt, 58 characters" in context and "1 tool schema" in context
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in context and "<script>alert(1)" not in body
+    assert "&quot;description&quot;: &quot;&lt;b&gt;reads&lt;/b&gt; an order&quot;" in context
+
+
+def test_no_context_no_details(auth_client, make_run):
+    run = make_run(steps=2)
+    assert "run-context" not in auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+
+
+def test_the_break_pattern_and_findings_are_explained_and_jump_to_their_step(auth_client, make_run):
+    run = _dialogue_run(make_run)
+    body = auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert "first anchor break: step 3 · claimed a call it never made" in body
+    assert "Lost anchor here (claimed a call it never made):</strong> step 3 says the refund was made" in body
+    assert ('<a class="chip chip-finding" href="#step-5">worth a look: answered from memory, step 5</a> '
+            '<span class="anchor-summary">no observation names &lt;it&gt;</span>') in body
+
+
+@pytest.mark.parametrize("pattern", ["phantom_call", "stale_value", "wrong_record", "rejected_resubmission",
+                                     "unconfirmed_success", "answered_from_memory", "untested_claim"])
+def test_every_pattern_has_plain_words(pattern):
+    from runs.launch.labels import ANCHOR_LABELS
+    from tracing.anchoring import FINDINGS, PATTERNS
+
+    assert set(ANCHOR_LABELS) == set(PATTERNS) | set(FINDINGS)
+    assert "_" not in ANCHOR_LABELS[pattern]
+
+
+def test_a_dialogue_page_runs_the_same_queries(auth_client, make_run, django_assert_num_queries):
+    run = _dialogue_run(make_run)
+    # 1 session, 2 user, 3 run with task, 4 first page of steps (context and findings are run columns)
+    with django_assert_num_queries(4):
+        auth_client.get(reverse("runs:detail", args=[run.pk]))
+
+
+def test_export_carries_roles_and_context_and_imports_back(auth_client, make_run, user):
+    from runs.imports.services import import_lines
+
+    run = _dialogue_run(make_run)
+    line = b"".join(auth_client.get(reverse("runs:export", args=[run.pk])).streaming_content).decode()
+    data = json.loads(line)
+    assert data["context"] == run.context and [s["role"] for s in data["steps"]][:2] == ["user", "assistant"]
+    again = Run.objects.get(pk=import_lines([line], owner=user).run_ids[0])
+    assert again.context == run.context
+    assert list(again.steps.order_by("index").values_list("role", flat=True)) == [
+        "user", "assistant", "tool", "assistant", "system", "assistant"]

@@ -17,12 +17,12 @@ def test_it_requires_login(client):
 
 
 def test_it_lists_runs_with_status_task_model_steps(auth_client, make_run):
-    make_run(steps=3, status=Run.Status.SUCCEEDED, success=True)
+    make_run(steps=3, status=Run.Status.FINISHED, success=True)
     response = auth_client.get(URL)
     body = response.content.decode()
     assert response.status_code == 200
     assert "capital-demo" in body
-    assert "succeeded" in body
+    assert "finished" in body
     assert "simulated" in body  # the sim model is labelled everywhere
 
 
@@ -35,7 +35,7 @@ def test_it_runs_a_constant_number_of_queries(auth_client, make_run, django_asse
 
 
 def test_it_filters_by_status_and_model(auth_client, make_run):
-    ok = make_run(status=Run.Status.SUCCEEDED, model_name="sim")
+    ok = make_run(status=Run.Status.FINISHED, model_name="sim")
     bad = make_run(status=Run.Status.ERROR, model_name="gpt-x")
     body = auth_client.get(URL, {"status": "error"}).content.decode()
     assert f'href="/runs/{bad.pk}/"' in body and f'href="/runs/{ok.pk}/"' not in body
@@ -88,7 +88,7 @@ def test_htmx_next_page_returns_rows_only(auth_client, make_run):
 def test_htmx_filter_form_gets_the_page(auth_client, make_run):
     # The filter form swaps #run-table out of the whole page (hx-select).
     make_run()
-    response = auth_client.get(URL, {"status": "succeeded"}, headers=hx("run-table"))
+    response = auth_client.get(URL, {"status": "finished"}, headers=hx("run-table"))
     assert 'id="run-table"' in response.content.decode()
 
 
@@ -142,3 +142,43 @@ def test_a_sorted_page_keeps_a_constant_number_of_queries(auth_client, make_run,
         auth_client.get(URL, {"sort": "-steps"})
     body = auth_client.get(URL, {"sort": "-steps"}).content.decode()
     assert "steps ▼" in body and "sort=steps" in body  # the header flips the order
+
+
+def test_the_anchoring_filter_offers_every_pattern(auth_client, make_run, django_assert_num_queries):
+    from tracing.anchoring import PATTERNS
+
+    phantom = make_run(first_anchor_break=2, anchor_reason="r", anchor_evidence={"pattern": "phantom_call"})
+    stale = make_run(first_anchor_break=4, anchor_reason="r", anchor_evidence={"pattern": "stale_value"})
+    kept = make_run()
+    # 1 session, 2 user, 3 runs page (with task joined), 4 task choices for the filter
+    with django_assert_num_queries(4):
+        response = auth_client.get(URL, {"anchor": "phantom_call"})
+    body = response.content.decode()
+    for pattern in PATTERNS:
+        assert f'<option value="{pattern}"' in body
+    assert "lost it: claimed a call it never made" in body
+    assert f'href="/runs/{phantom.pk}/"' in body
+    assert f'href="/runs/{stale.pk}/"' not in body and f'href="/runs/{kept.pk}/"' not in body
+    body = auth_client.get(URL, {"anchor": "broken"}).content.decode()
+    assert f'href="/runs/{phantom.pk}/"' in body and f'href="/runs/{stale.pk}/"' in body
+    assert auth_client.get(URL, {"anchor": "nonsense"}).context["runs"] == []
+
+
+def test_outcome_filters_include_unscored(auth_client, make_run):
+    right, wrong, unscored = make_run(success=True), make_run(success=False), make_run(success=None)
+    ids = {o: {r.pk for r in auth_client.get(URL, {"outcome": o}).context["runs"]}
+           for o in ("correct", "wrong", "unscored")}
+    assert ids == {"correct": {right.pk}, "wrong": {wrong.pk}, "unscored": {unscored.pk}}
+
+
+def test_an_old_link_with_a_status_that_is_now_an_outcome_still_works(auth_client, make_run):
+    right, wrong = make_run(success=True), make_run(success=False)
+    live = make_run(status="running")
+    assert [r.pk for r in auth_client.get(URL, {"status": "succeeded"}).context["runs"]] == [right.pk]
+    assert [r.pk for r in auth_client.get(URL, {"status": "failed"}).context["runs"]] == [wrong.pk]
+    assert live.pk not in [r.pk for r in auth_client.get(URL, {"status": "finished"}).context["runs"]]
+
+
+def test_the_status_filter_offers_finished_not_succeeded(auth_client):
+    body = auth_client.get(URL).content.decode()
+    assert '<option value="finished">' in body and '<option value="succeeded"' not in body

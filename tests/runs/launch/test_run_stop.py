@@ -26,6 +26,7 @@ def test_a_queued_run_stops_at_once_and_its_message_is_revoked(make_run, revoked
     run = make_run(status="queued", celery_id="task-1")
     stopped = services.run_stop(run=run)
     assert (stopped.status, stopped.stopped_by, stopped.stop_requested) == ("stopped", "user", True)
+    assert stopped.success is None  # a Stop is no answer, not a wrong one
     assert stopped.reason == "stopped by user before it started" and stopped.finished_at is not None
     assert revoked == ["task-1"]
 
@@ -49,10 +50,22 @@ def test_a_running_run_is_asked_to_stop_and_its_loop_sees_it(make_run, revoked):
     assert flag() is True
 
 
+def test_a_run_the_user_stopped_mid_way_ends_stopped_and_unscored(make_run):
+    """The loop honours the Stop (runs.agent.loop) and the run ends unscored, though it
+    has a gold answer and no answer: a Stop is not a wrong answer."""
+    from runs.agent.loop import Outcome
+    from runs.launch.execution import run_finish
+
+    run = make_run(status="running", stop_requested=True)
+    assert run.task.gold_answer
+    done = run_finish(run_id=run.pk, outcome=Outcome("stopped", None, "stopped by the user", "user"))
+    assert (done.status, done.success, done.stopped_by) == ("stopped", None, "user")
+
+
 def test_an_ended_run_is_left_as_it_is(make_run, revoked):
-    run = make_run(status="succeeded")
+    run = make_run(status="finished")
     after = services.run_stop(run=run)
-    assert (after.status, after.stop_requested) == ("succeeded", False) and not revoked
+    assert (after.status, after.stop_requested) == ("finished", False) and not revoked
 
 
 def test_the_stop_button_answers_htmx_with_the_header_and_a_form_with_a_redirect(auth_client, make_run, revoked):

@@ -52,16 +52,16 @@ def test_policy_off_means_runs_without_a_watchdog(make_run):
 
 
 def test_finished_leaves_out_live_runs(make_run):
-    done, _ = make_run(status="failed"), make_run(status="running")
+    done, _ = make_run(status="finished"), make_run(status="running")
     assert _ids(runs_filtered(Run.objects.all(), RunFilters(finished=True))) == [done.pk]
 
 
 def test_every_filter_narrows(make_run):
-    hit = make_run(status="failed", model_name="m1", mode="text", source="api", step_count=7, success=False,
+    hit = make_run(status="finished", model_name="m1", mode="text", source="api", step_count=7, success=False,
                    stopped_by="max_steps", intervention_count=1, intervention_detectors=["drift"],
                    intervention_tiers=["hint"], first_anchor_break=3)
     make_run()
-    f = RunFilters(status="failed", task=hit.task.slug, model="m1", mode="text", source="api", intervened="yes",
+    f = RunFilters(status="finished", task=hit.task.slug, model="m1", mode="text", source="api", intervened="yes",
                    detector="drift", tier="hint", steps_min=7, steps_max=7, outcome="wrong", stopped_by="max_steps",
                    anchor="broken")
     assert _ids(runs_filtered(Run.objects.all(), f)) == [hit.pk]

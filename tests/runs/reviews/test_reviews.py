@@ -34,7 +34,7 @@ def test_sync_makes_one_item_per_interruption_and_is_idempotent(make_run, user):
 
 
 def test_budget_and_user_interruptions_become_items(make_run):
-    run = make_run(steps=3, status="failed")
+    run = make_run(steps=3, status="finished", success=False)
     add_step(run, 3, "intervention", "Step budget exhausted.", detector="budget", tier="stop",
              evidence={"limit": "max_steps", "turns": 30, "tokens": 900, "max_steps": 30, "max_tokens": 20000})
     add_step(run, 4, "intervention", "Stopped by the user.", detector="user", tier="stop", evidence={})
@@ -275,7 +275,7 @@ def test_false_kill_figures_per_detector_tier_policy_and_threshold(make_run, use
 def _run(**fields):
     from runs.launch.models import Run
 
-    return Run(**{"status": "succeeded", "success": None, "stopped_by": "", "reason": "", **fields})
+    return Run(**{"status": "finished", "success": None, "stopped_by": "", "reason": "", **fields})
 
 
 @pytest.mark.parametrize(("fields", "outcome", "sentence"), [

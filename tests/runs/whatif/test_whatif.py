@@ -69,7 +69,7 @@ def test_a_job_replays_the_snapshot_and_is_cached(stored_runs, user, monkeypatch
     assert len(sent) == 1 and job.total_runs == 27
     assert whatif_create(user=user, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10]).pk == job.pk
     # A run written after the snapshot does not move the figures of the job.
-    Run.objects.create(prompt="later", status="succeeded")
+    Run.objects.create(prompt="later", status="finished")
     job = whatif_execute(job.pk)
     assert job.status == "done", job.error
     strict, default = job.result
