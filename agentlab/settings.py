@@ -200,6 +200,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 RUN_TIME_LIMIT_S = env_int("RUN_TIME_LIMIT_S", 1800)
+# How long a call to a writing tool waits for a reviewer before its run ends (runs/approvals).
+APPROVAL_TTL_S = env_int("APPROVAL_TTL_S", 24 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = RUN_TIME_LIMIT_S
 CELERY_TASK_TIME_LIMIT = RUN_TIME_LIMIT_S + 60
 # Must exceed the longest run, or Redis re-delivers a run that is still going.

@@ -11,6 +11,7 @@ urlpatterns = [
     path("compare/", include("runs.compare.urls")),
     path("reviews/", include("runs.reviews.urls")),
     path("failures/", include("runs.failures.urls")),
+    path("approvals/", include("runs.approvals.urls")),
     path("dashboard/", include("runs.dashboard.urls")),
     path("whatif/", include("runs.whatif.urls")),
     path("policies/", include("runs.policies.urls")),

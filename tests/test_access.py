@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
+from runs.approvals.models import Approval
 from runs.launch.models import RerunGroup, Run
 from runs.policies.models import Policy
 from runs.reviews.services import review_items_sync
@@ -102,6 +105,10 @@ CASES = [
     Case("failures:item", ("failed_run",)),
     Case("failures:item", ("failed_run",), headers=hx("review-pane"), label="pane"),
     Case("failures:label", ("failed_run",), method="post", data={"layer": "plan"}, headers=hx("label-panel")),
+    # approvals of writing tools
+    Case("approvals:list"),
+    Case("approvals:run_panel", ("run",), headers=hx("approval-slot")),
+    Case("approvals:decide", ("approval",), method="post", data={"verdict": "approved"}, headers=hx("approval-1")),
     # dashboard, what-if, policies
     Case("dashboard"),
     Case("whatif_new"),
@@ -154,6 +161,8 @@ class World:
         review_items_sync(self.run.pk)
         self.other_run = make_run(steps=3, owner=owner)
         self.failed_run = make_run(steps=3, owner=owner, success=False)
+        self.approval = Approval.objects.create(run=self.run, step_index=4, tool="send_message", args={"text": "hi"},
+                                                expires_at=timezone.now() + timedelta(hours=1))
         self.group = RerunGroup.objects.create(name="g", owner=owner)
         Run.objects.filter(pk__in=[self.run.pk, self.other_run.pk]).update(group=self.group)
         self.observation, self.interruption, self.zero = 2, 6, 0

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import openai
 
+from runs.agent.injection import write_request
 from runs.agent.tools import Tool, ToolRegistry, ToolResult
 from tracing.steps import Intervention, Step
 
@@ -114,12 +115,32 @@ class AgentConfig:
 
 @dataclass
 class Outcome:
-    # How the loop ended: succeeded | failed | stopped | error (runs.launch.execution.run_status
+    # How the loop ended: succeeded | failed | stopped | error | awaiting_approval (the run
+    # paused on a call to a writing tool; runs.launch.execution.run_status
     # makes it the run's status; the outcome is scored apart).
     status: str
     final_answer: str | None = None
     reason: str = ""
     stopped_by: str | None = None  # user | watchdog | max_steps | token_budget
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    """A reviewer's decision on a call to a writing tool (tools with
+    ``side_effect``): ``approved`` (run it as called), ``edited`` (run it with
+    ``args``) or ``denied`` (do not run it; ``reason`` is what the agent reads)."""
+
+    verdict: str
+    args: Any = None
+    reason: str = ""
+    by: str = ""
+
+
+# Given the index of the action step that asked, the decision, or None while
+# nobody has decided. Only this can let a write through: never an observation.
+ApprovalLookup = Callable[[int], "ApprovalDecision | None"]
+
+AWAITING_APPROVAL = "awaiting_approval"
 
 
 class WatchdogLike(Protocol):
@@ -319,14 +340,22 @@ class _Run:
         watchdog: WatchdogLike | None,
         history: Sequence[Step],
         prepare_observation: PrepareObservation | None,
+        approval: ApprovalLookup | None = None,
     ) -> None:
         if config.mode not in ("tools", "text"):
             raise ValueError(f"mode must be 'tools' or 'text', not {config.mode!r}")
         self.client, self.config, self.prompt, self.tools = client, config, prompt, tools
         self.sink, self.should_stop, self.watchdog = sink, should_stop, watchdog
         self.prepare = prepare_observation or default_prepare_observation
+        # None: writing tools run unasked (the library, tests); the worker
+        # always passes one, so a write there waits for a person.
+        self.approval = approval
+        self.writing_tools = [t.name for t in (tools.get(n) for n in tools.names) if t is not None and t.side_effect]
         self.steps: list[Step] = sorted(history, key=lambda s: s.index)
         self.next_index = self.steps[-1].index + 1 if self.steps else 0
+        # The last observation that asked for a write (an injection attempt).
+        self.injection_at: int | None = next(
+            (s.index for s in reversed(self.steps) if (s.meta or {}).get("injection")), None)
         # Budgets cover the whole run, history included: every model turn
         # carries its usage on its first step, so turns are the steps with usage.
         self.turns = sum(1 for s in self.steps if s.prompt_tokens or s.completion_tokens)
@@ -604,19 +633,57 @@ class _Run:
             if self.config.mode == "text"
             else (f"{call.tool}({json.dumps(call.args, ensure_ascii=False)})")
         )
+        if tool is not None and tool.side_effect and self.approval is not None:
+            meta: dict[str, Any] = {"approval": "pending"}
+            if self.injection_at is not None:
+                meta["after_injection"] = self.injection_at  # the flagged observation before this write
+            step = self.emit("action", text, tool=call.tool, args=call.args, meta=meta)
+            raise _Halt(Outcome(AWAITING_APPROVAL, None, f"waiting for a reviewer to approve {call.tool} "
+                                                         f"(step {step.index})"))
         self.emit("action", text, tool=call.tool, args=call.args)
+        self.run_tool(tool, call.tool, call.args)
+
+    def run_tool(self, tool: Tool | None, name: str, args: Any, meta: dict[str, Any] | None = None) -> None:
         started = time.perf_counter()
         if tool is None:
-            result = ToolResult(f"Unknown tool '{call.tool}'. Available tools: {', '.join(self.tools.names)}.", "error")
+            result = ToolResult(f"Unknown tool '{name}'. Available tools: {', '.join(self.tools.names)}.", "error")
         else:
             try:
-                result = tool(_args_dict(tool, call.args))
+                result = tool(_args_dict(tool, args))
             except Exception as exc:  # a tool bug is the agent's observation, not a crashed run
-                result = ToolResult(f"{call.tool} failed: {exc}", "error")
+                result = ToolResult(f"{name} failed: {exc}", "error")
         latency = (time.perf_counter() - started) * 1000
-        context, meta = self.prepare(call.tool, result)
-        step = self.emit("observation", result.text, tool=call.tool, meta={**result.meta, **meta}, latency_ms=latency)
+        context, prepared = self.prepare(name, result)
+        extra = dict(meta or {})
+        asks = write_request(result.text, self.writing_tools)
+        if asks and self.writing_tools:
+            extra["injection"] = {"asks": asks[:200]}
+            self.injection_at = self.next_index
+        step = self.emit("observation", result.text, tool=name, meta={**result.meta, **prepared, **extra},
+                         latency_ms=latency)
         self.context_text[step.index] = context
+
+    def settle_approval(self) -> None:
+        """A run resumed after a pause on a writing tool: carry out the decision
+        (the call, the edited call, or the denial as the observation)."""
+        # The watchdog may have spoken after the paused action: look past its interventions.
+        last = next((s for s in reversed(self.steps) if s.kind != "intervention"), None)
+        if last is None or last.kind != "action" or (last.meta or {}).get("approval") != "pending":
+            return
+        decision = self.approval(last.index) if self.approval is not None else None
+        if decision is None:
+            raise _Halt(Outcome(AWAITING_APPROVAL, None, f"waiting for a reviewer to approve {last.tool} "
+                                                         f"(step {last.index})"))
+        record = {"verdict": decision.verdict, "by": decision.by, "reason": decision.reason}
+        if decision.verdict == "denied":
+            text = f"The call was denied by a reviewer: {decision.reason or 'no reason given'}. It did not run."
+            step = self.emit("observation", text, tool=last.tool, meta={"status": "error", "approval": record})
+            self.context_text[step.index] = text
+            return
+        args = decision.args if decision.verdict == "edited" else last.args
+        if decision.verdict == "edited":
+            record["args"] = args
+        self.run_tool(self.tools.get(last.tool), last.tool or "", args, meta={"approval": record})
 
     def finish(self, answer: str, call: _Call | None) -> Outcome:
         self.checkpoint()
@@ -628,6 +695,7 @@ class _Run:
 
     def run(self) -> Outcome:
         try:
+            self.settle_approval()
             while True:
                 self.checkpoint()
                 self.check_budget()
@@ -670,10 +738,12 @@ def run_agent(
     watchdog: WatchdogLike | None = None,
     history: Sequence[Step] = (),
     prepare_observation: PrepareObservation | None = None,
+    approval: ApprovalLookup | None = None,
 ) -> Outcome:
     """Run one ReAct trajectory, emitting every step to ``sink`` as it happens.
 
     ``history``: steps already recorded (resume / fork); the context is rebuilt
     from them and numbering continues at ``max(index) + 1``.
     """
-    return _Run(client, config, prompt, tools, sink, should_stop, watchdog, history, prepare_observation).run()
+    return _Run(client, config, prompt, tools, sink, should_stop, watchdog, history, prepare_observation,
+                approval).run()

@@ -15,7 +15,7 @@ import operator
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -343,6 +343,35 @@ class FinishTool:
 
     def __call__(self, args: dict[str, Any]) -> ToolResult:
         return ToolResult(_arg(args, "answer") or "")
+
+
+# --- writing tools (a reviewer approves each call in a worker) -----------------
+
+
+class SendMessageTool:
+    """Sends a message to the harbour office: a write, so in a worker a person
+    approves each call first (runs/approvals). ``deliver(tool, args)`` stores
+    it (a sandbox table) and returns its reference."""
+
+    name = "send_message"
+    description = ("Send a short message to the harbour office (a write: a reviewer must approve it before it is "
+                   "sent).")
+    text_arg = "text"
+    side_effect = True
+    MAX_CHARS = 2000
+
+    def __init__(self, deliver: Callable[[str, dict[str, Any]], str]) -> None:
+        self.parameters = _schema("text", "the message to send")
+        self.deliver = deliver
+
+    def __call__(self, args: dict[str, Any]) -> ToolResult:
+        text = (_arg(args, "text") or "").strip()
+        if not text:
+            return ToolResult("send_message needs a non-empty text.", "error")
+        if len(text) > self.MAX_CHARS:
+            return ToolResult(f"send_message: the text is longer than {self.MAX_CHARS} characters.", "error")
+        ref = self.deliver(self.name, {"text": text})
+        return ToolResult(f"Message sent to the harbour office (reference {ref}).", "ok", {"ref": ref})
 
 
 def default_tools(backend: Any) -> ToolRegistry:

@@ -11,10 +11,12 @@ import logging
 import time
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.db import transaction
 from django.utils import timezone
 
-from runs.agent.loop import Outcome, run_agent
+from runs.agent.loop import AWAITING_APPROVAL, Outcome, run_agent
 from runs.agent.suite import score
+from runs.approvals.pause import approval_lookup, approval_open
 from runs.launch.llm import EndpointNotConfigured, client_for, config_for
 from runs.launch.models import Run, Task
 from runs.launch.selectors import run_history
@@ -102,6 +104,7 @@ def run_execute(*, run_id: int, task_id: str = "", redelivered: bool = False, cl
             watchdog=watchdog_for(run, history),
             history=history,
             prepare_observation=_governed(int(run.settings.get("context_chars", 2000))),
+            approval=approval_lookup(run_id),
         )
     except EndpointNotConfigured as exc:
         outcome = _error_outcome(run_id, f"model endpoint not configured: {exc}")
@@ -138,6 +141,8 @@ def run_status(outcome: Outcome) -> str:
     outcome (`success`), not the status."""
     if outcome.status == "error":
         return Run.Status.ERROR
+    if outcome.status == AWAITING_APPROVAL:
+        return Run.Status.AWAITING
     if outcome.stopped_by == "user":
         return Run.Status.STOPPED
     return Run.Status.FINISHED
@@ -146,6 +151,13 @@ def run_status(outcome: Outcome) -> str:
 def run_finish(*, run_id: int, outcome: Outcome) -> Run:
     run = Run.objects.select_related("task").get(pk=run_id)
     status = run_status(outcome)
+    if status == Run.Status.AWAITING:
+        # Paused, not ended: no worker holds it while a person decides.
+        with transaction.atomic():
+            Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(status=status, reason=outcome.reason)
+            approval_open(run_id)
+        run.refresh_from_db()
+        return run
     # An infrastructure error or a person's Stop says nothing about the agent:
     # leave it unscored, never "wrong".
     success = None if status != Run.Status.FINISHED else score_answer(run.task, outcome.final_answer)

@@ -122,6 +122,8 @@ class Run(models.Model):
         FINISHED = "finished"
         STOPPED = "stopped"
         ERROR = "error"
+        # Paused on a call to a writing tool until a reviewer decides (runs/approvals).
+        AWAITING = "awaiting", "awaiting approval"
 
     class Mode(models.TextChoices):
         TOOLS = "tools"

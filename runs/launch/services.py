@@ -15,12 +15,14 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from runs.approvals.models import Approval
 from runs.launch.models import RerunGroup, Run, Task
 from runs.launch.selectors import run_history
 from runs.launch.tasks import execute_run
 from runs.policies.models import Policy
 from runs.queue import enqueue
 from tracing.recorder import Recorder
+from tracing.signals import send_run_ended
 from tracing.steps import Step as StepRecord
 
 # Steps a counterfactual continuation may run by default (issue 5: "up to N
@@ -178,6 +180,13 @@ def run_stop(*, run: Run) -> Run:
         # revoke does nothing; Redis being down must not fail the stop.
         with contextlib.suppress(OperationalError):
             execute_run.app.control.revoke(run.celery_id)
+    elif Run.objects.filter(pk=run.pk, status=Run.Status.AWAITING).update(
+        status=Run.Status.STOPPED, stop_requested=True, stopped_by="user",
+        reason="stopped by user while a call waited for approval", finished_at=timezone.now(),
+    ):
+        # No worker holds a paused run: it ends now, and its request with it.
+        Approval.objects.filter(run=run, status=Approval.Status.PENDING).update(status=Approval.Status.CANCELLED)
+        send_run_ended(run.pk)
     else:
         Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(stop_requested=True)
     run.refresh_from_db()

@@ -4,7 +4,8 @@ with the run's fault injection (if any) in front of them."""
 from __future__ import annotations
 
 from runs.agent.faults import FaultRates, with_faults
-from runs.agent.tools import ToolRegistry, default_tools
+from runs.agent.tools import SendMessageTool, ToolRegistry, default_tools
+from runs.approvals.models import SandboxMessage
 from runs.launch.models import Run
 from runs.launch.search import PostgresSearch
 
@@ -12,4 +13,22 @@ from runs.launch.search import PostgresSearch
 def build_tools(run: Run) -> ToolRegistry:
     # A new registry per run: the "times out once" state lives in the search tool.
     tools = default_tools(PostgresSearch())
+    if writes(run):
+        tools = ToolRegistry([*(tools.get(name) for name in tools.names), SendMessageTool(_deliver(run.pk))])
     return with_faults(tools, FaultRates.from_dict(run.settings.get("faults")), run.seed)
+
+
+# The built-in suite's tasks that send something; a run can ask for the
+# writing tools in its settings too.
+WRITES_SUITE = "writes"
+
+
+def writes(run: Run) -> bool:
+    return bool(run.settings.get("write_tools")) or (run.task is not None and run.task.suite == WRITES_SUITE)
+
+
+def _deliver(run_id: int):
+    def deliver(tool: str, args: dict) -> str:
+        return f"MSG-{SandboxMessage.objects.create(run_id=run_id, text=args['text']).pk}"
+
+    return deliver
