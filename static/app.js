@@ -17,3 +17,28 @@ document.addEventListener("DOMContentLoaded", () => {
   const step = document.getElementById(`step-${wrap.dataset.anchorBreak}`);
   if (step) step.scrollIntoView({block: "center"});
 });
+// Readable payloads (runs/payloads.py): "show all" unfolds a clamped text or a
+// folded JSON block; "copy" copies the block's JSON as text.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button.show-all, button.fold-toggle");
+  if (!button) return;
+  const target = button.classList.contains("fold-toggle") ? button.closest(".payload") : button.previousElementSibling;
+  if (!target) return;
+  const open = target.classList.toggle("open");
+  button.setAttribute("aria-expanded", String(open));
+  button.textContent = open ? button.dataset.less : button.dataset.more;
+});
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button.copy");
+  if (!button) return;
+  const text = button.closest(".payload").querySelector("pre").textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // No clipboard API (plain http on another host): copy through a selection.
+    const area = document.createElement("textarea");
+    area.value = text; document.body.append(area); area.select(); document.execCommand("copy"); area.remove();
+  }
+  button.classList.add("copied"); button.textContent = "copied";
+  setTimeout(() => { button.classList.remove("copied"); button.textContent = "copy"; }, 1500);
+});
