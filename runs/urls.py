@@ -10,6 +10,7 @@ app_name = "runs"
 urlpatterns = [
     path("", views.run_list, name="list"),
     path("new/", views.run_new, name="new"),
+    path("live/", views.run_list_live, name="live_rows"),
     path("import/", run_import, name="import"),
     path("import/sample.jsonl", run_import_sample, name="import_sample"),
     path("<int:run_id>/", views.run_detail, name="detail"),
