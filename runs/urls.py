@@ -16,5 +16,7 @@ urlpatterns = [
     path("<int:run_id>/", views.run_detail, name="detail"),
     path("<int:run_id>/steps/", views.run_steps, name="steps"),
     path("<int:run_id>/stop/", views.run_stop, name="stop"),
+    path("<int:run_id>/waterfall/", views.run_waterfall, name="waterfall"),
+    path("<int:run_id>/spans/", views.run_span_tree, name="spans"),
     path("<int:run_id>/export.jsonl", views.run_export, name="export"),
 ]

@@ -42,3 +42,16 @@ document.addEventListener("click", async (event) => {
   button.classList.add("copied"); button.textContent = "copied";
   setTimeout(() => { button.classList.remove("copied"); button.textContent = "copy"; }, 1500);
 });
+// A waterfall bar or a span names its step: on this page, scroll to it; a step
+// not loaded yet follows the link (the run page opens with that step loaded).
+document.addEventListener("click", (event) => {
+  const link = event.target.closest("a[data-step]");
+  if (!link) return;
+  const step = document.getElementById(`step-${link.dataset.step}`);
+  if (!step) return;
+  event.preventDefault();
+  step.scrollIntoView({block: "center"});
+  history.replaceState(null, "", `#${step.id}`);
+  step.classList.add("flash-target");
+  setTimeout(() => step.classList.remove("flash-target"), 1200);
+});

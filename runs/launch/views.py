@@ -19,10 +19,13 @@ from runs.launch import access, services
 from runs.launch.forms import MODES_OF_PROVIDER, NewRunForm, RunFilterForm
 from runs.launch.models import Run, Task
 from runs.launch.selectors import runs_filtered, steps_after, trajectory
+from runs.launch.span_tree import tree_html
 from runs.paging import keyset_page
 from runs.policies.models import Policy
 from runs.queue import QueueUnavailable
 from tracing.models import Step
+from tracing.timeline import run_calls, span_rows
+from tracing.waterfall import MAX_BARS, chart, span_tree
 
 RUNS_PER_PAGE = 50
 # Steps per request on the run page: enough to fill a screen several times,
@@ -140,12 +143,38 @@ def _sort_links(request: HttpRequest, current: str) -> dict[str, dict[str, str]]
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = access.run_for(request, run_id, "task", "policy")
+    # ?step=N (a waterfall bar, a span): that step must be among the loaded ones.
+    raw_step = request.GET.get("step", "")
+    if raw_step and not (raw_step.isdigit() and len(raw_step) < 10):
+        return HttpResponse("step must be a step index (0, 1, 2...)", status=400,
+                            content_type="text/plain; charset=utf-8")
     # The page opens at the anchor break, so it must be among the loaded steps.
-    upto = min((run.first_anchor_break or 0) + STEPS_PER_PAGE // 4, MAX_INITIAL_STEPS)
+    wanted = max(run.first_anchor_break or 0, int(raw_step or 0))
+    upto = min(wanted + STEPS_PER_PAGE // 4, MAX_INITIAL_STEPS)
     inherited = trajectory(run, hi=run.fork_from - 1, limit=MAX_INITIAL_STEPS) if run.parent_id else []
     steps = trajectory(run, lo=run.fork_from or 0, limit=max(STEPS_PER_PAGE, upto))
     return render(request, "launch/detail.html",
                   {**_timeline_context(run, steps), "inherited": inherited, "pressure": _pressure(run)})
+
+
+@login_required
+@require_GET
+def run_waterfall(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run's model and tool calls on a time axis (loaded when its panel opens)."""
+    run = access.run_for(request, run_id)
+    calls, source = run_calls(run)
+    context = {"run": run, "chart": chart(calls), "source": source, "max_bars": MAX_BARS}
+    return render(request, "launch/_waterfall.html" if request.htmx else "launch/waterfall.html", context)
+
+
+@login_required
+@require_GET
+def run_span_tree(request: HttpRequest, run_id: int) -> HttpResponse:
+    """An OTLP run's spans as the trace nested them, each linked to the step it became."""
+    run = access.run_for(request, run_id)
+    roots, total_ms = span_tree(span_rows(run))
+    context = {"run": run, "tree": tree_html(roots, run.get_absolute_url()) if roots else "", "total_ms": total_ms}
+    return render(request, "launch/_span_tree.html" if request.htmx else "launch/span_tree.html", context)
 
 
 def _pressure(run: Run) -> dict | None:
