@@ -26,8 +26,10 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-# A JSON payload longer than this many lines is folded to it, with "show all".
+# A JSON payload longer than this many lines (and a little: folding away one
+# or two lines hides more than it saves) is folded to about this many, with "show all".
 FOLD_LINES = 6
+FOLD_SLACK = 2
 # Arguments whose compact JSON fits this many characters stay on the call's
 # line; longer ones become a pretty-printed block.
 INLINE_ARGS_CHARS = 100
@@ -88,7 +90,7 @@ class JsonPayload:
 
     @property
     def folded(self) -> bool:
-        return self.lines > FOLD_LINES
+        return self.lines > FOLD_LINES + FOLD_SLACK
 
 
 def json_payload(value: Any) -> JsonPayload | None:

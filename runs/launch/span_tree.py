@@ -21,13 +21,13 @@ def _row(node: Node, run_url: str) -> SafeString:
                         run_url, s.step, s.step, s.step, s.step) if s.step is not None
             else mark_safe('<span class="muted small" title="this span gave no step">no step</span>'))
     return format_html(
-        '<span class="span-row"><span class="span-name">{}</span> <span class="tag tag-span-{}">{}</span>'
-        '{} <span class="badge span-status-{}">{}</span> <span class="num span-ms">{}</span> {}'
+        '<span class="span-row"><span class="span-name">{}{}</span> <span class="tag tag-span-{}">{}</span>'
+        ' <span class="badge span-status-{}">{}</span> <span class="num span-ms">{}</span> {}'
         '<svg class="span-bar" viewBox="0 0 1000 8" preserveAspectRatio="none" aria-hidden="true">'
         '<rect x="{}" width="{}" height="8"/></svg></span>',
-        s.name or "(unnamed span)", s.kind, s.kind,
-        mark_safe(' <span class="badge sig-flag" title="its parent span is not in this trace">orphan</span>')
+        mark_safe('<span class="badge sig-flag" title="its parent span is not in this trace">orphan</span> ')
         if node.orphan else "",
+        s.name or "(unnamed span)", s.kind, s.kind,
         s.status, s.status, _ms(s.duration_ms), step, node.x, node.width,
     )
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from runs.payloads import FOLD_LINES, INLINE_ARGS_CHARS, args_html, json_payload, markdown_html
+from runs.payloads import FOLD_LINES, FOLD_SLACK, INLINE_ARGS_CHARS, args_html, json_payload, markdown_html
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
 
@@ -71,7 +71,10 @@ def test_json_payloads_are_pretty_printed_and_folded_past_a_few_lines():
     small = json_payload({"q": "x"})
     assert small is not None and not small.folded
     big = json_payload(json.dumps({f"k{i}": i for i in range(20)}))
-    assert big is not None and big.folded and big.lines > FOLD_LINES
+    assert big is not None and big.folded and big.lines > FOLD_LINES + FOLD_SLACK
+    # Both sides of the threshold: one more line than the slack allows folds, the slack itself does not.
+    assert not json_payload(list(range(FOLD_LINES + FOLD_SLACK - 2))).folded  # "[", n items, "]"
+    assert json_payload(list(range(FOLD_LINES + FOLD_SLACK - 1))).folded
     assert json_payload("not json {") is None and json_payload("[") is None and json_payload("12") is None
 
 
