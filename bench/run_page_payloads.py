@@ -100,6 +100,11 @@ def main() -> None:
             t = timed(client, url, 1)
             if i >= 3:  # warm-up rounds left out
                 cases[name] += t
+    payloads.step_text_html, payloads.args_html, payloads.markdown_html = new_text, new_args, cached
+    # The waterfall panel, fetched when opened: its own request, not part of the page's time.
+    client.defaults["HTTP_HX_REQUEST"] = "true"
+    timed(client, f"/runs/{run_id}/waterfall/", 3)
+    cases["waterfall panel (htmx)"] = timed(client, f"/runs/{run_id}/waterfall/", 30)
     print(f"run page, {STEPS} steps ({STEPS // 3} Markdown thoughts, {STEPS // 6} long JSON args, {STEPS // 6} JSON results)")
     print(f"{'case':40} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}")
     for name, t in cases.items():

@@ -1,7 +1,13 @@
 // Click a clamped step text to expand it; click again to fold it.
 document.addEventListener("click", (event) => {
   const text = event.target.closest(".clamp");
-  if (text && !window.getSelection().toString()) text.classList.toggle("open");
+  if (!text || window.getSelection().toString() || event.target.closest("a")) return;
+  const open = text.classList.toggle("open");
+  const button = text.nextElementSibling;
+  if (button && button.matches("button.show-all")) {
+    button.setAttribute("aria-expanded", String(open));
+    button.textContent = open ? button.dataset.less : button.dataset.more;
+  }
 });
 // Header chips jump to the first intervention of their detector.
 document.addEventListener("click", (event) => {

@@ -44,6 +44,10 @@ class Bar:
     x: float
     width: float
 
+    @property
+    def duration(self) -> str:
+        return f"{self.call.duration_ms:.0f} ms"
+
 
 @dataclass
 class Chart:

@@ -163,7 +163,8 @@ def run_waterfall(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run's model and tool calls on a time axis (loaded when its panel opens)."""
     run = access.run_for(request, run_id)
     calls, source = run_calls(run)
-    context = {"run": run, "chart": chart(calls), "source": source, "max_bars": MAX_BARS}
+    context = {"run": run, "run_url": run.get_absolute_url(), "chart": chart(calls), "source": source,
+               "max_bars": MAX_BARS}
     return render(request, "launch/_waterfall.html" if request.htmx else "launch/waterfall.html", context)
 
 
