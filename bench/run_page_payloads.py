@@ -10,6 +10,16 @@ and plain results), then times /runs/ID/ through Django's test client:
 * before: the step text and arguments rendered as they were (escaped plain text),
 * after, cold: Markdown and JSON rendered, the Markdown cache emptied before every request,
 * after, warm: the same with the per-process Markdown cache kept (reloads, polls).
+The three are interleaved request by request, so a busy machine slows them alike.
+
+Measured 2026-12-01 on the shared 2-core box under load average 15-18 (absolute
+figures several times an idle machine's; read the ratios):
+    before 844 ms median | after, warm 888 (+5%) | after, cold 1151 (+36%) | waterfall panel 313
+    (an earlier round at load 12: 448 | 520 (+16%) | 661 (+48%)).
+The cold cost is markdown-it-py's parse, about 0.4 ms per 500-character thought on an
+idle core (67 thoughts on the first 200-step page, so ~30 ms): over the 100 ms budget if
+the page was already near it. Plain prose skips the parser (runs/payloads.py
+_MARKDOWN_SYNTAX), and the cache makes reloads and polls warm.
 """
 
 from __future__ import annotations
