@@ -10,10 +10,13 @@ app_name = "runs"
 urlpatterns = [
     path("", views.run_list, name="list"),
     path("new/", views.run_new, name="new"),
+    path("live/", views.run_list_live, name="live_rows"),
     path("import/", run_import, name="import"),
     path("import/sample.jsonl", run_import_sample, name="import_sample"),
     path("<int:run_id>/", views.run_detail, name="detail"),
     path("<int:run_id>/steps/", views.run_steps, name="steps"),
     path("<int:run_id>/stop/", views.run_stop, name="stop"),
+    path("<int:run_id>/waterfall/", views.run_waterfall, name="waterfall"),
+    path("<int:run_id>/spans/", views.run_span_tree, name="spans"),
     path("<int:run_id>/export.jsonl", views.run_export, name="export"),
 ]

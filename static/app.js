@@ -1,7 +1,13 @@
 // Click a clamped step text to expand it; click again to fold it.
 document.addEventListener("click", (event) => {
   const text = event.target.closest(".clamp");
-  if (text && !window.getSelection().toString()) text.classList.toggle("open");
+  if (!text || window.getSelection().toString() || event.target.closest("a")) return;
+  const open = text.classList.toggle("open");
+  const button = text.nextElementSibling;
+  if (button && button.matches("button.show-all")) {
+    button.setAttribute("aria-expanded", String(open));
+    button.textContent = open ? button.dataset.less : button.dataset.more;
+  }
 });
 // Header chips jump to the first intervention of their detector.
 document.addEventListener("click", (event) => {
@@ -16,4 +22,42 @@ document.addEventListener("DOMContentLoaded", () => {
   if (!wrap || location.hash) return;
   const step = document.getElementById(`step-${wrap.dataset.anchorBreak}`);
   if (step) step.scrollIntoView({block: "center"});
+});
+// Readable payloads (runs/payloads.py): "show all" unfolds a clamped text or a
+// folded JSON block; "copy" copies the block's JSON as text.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button.show-all, button.fold-toggle");
+  if (!button) return;
+  const target = button.classList.contains("fold-toggle") ? button.closest(".payload") : button.previousElementSibling;
+  if (!target) return;
+  const open = target.classList.toggle("open");
+  button.setAttribute("aria-expanded", String(open));
+  button.textContent = open ? button.dataset.less : button.dataset.more;
+});
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button.copy");
+  if (!button) return;
+  const text = button.closest(".payload").querySelector("pre").textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // No clipboard API (plain http on another host): copy through a selection.
+    const area = document.createElement("textarea");
+    area.value = text; document.body.append(area); area.select(); document.execCommand("copy"); area.remove();
+  }
+  button.classList.add("copied"); button.textContent = "copied";
+  setTimeout(() => { button.classList.remove("copied"); button.textContent = "copy"; }, 1500);
+});
+// A waterfall bar or a span names its step: on this page, scroll to it; a step
+// not loaded yet follows the link (the run page opens with that step loaded).
+document.addEventListener("click", (event) => {
+  const link = event.target.closest("a[data-step]");
+  if (!link) return;
+  const step = document.getElementById(`step-${link.dataset.step}`);
+  if (!step) return;
+  event.preventDefault();
+  step.scrollIntoView({block: "center"});
+  history.replaceState(null, "", `#${step.id}`);
+  step.classList.add("flash-target");
+  setTimeout(() => step.classList.remove("flash-target"), 1200);
 });

@@ -74,6 +74,11 @@ CASES = [
     Case("runs:stop", ("run",), method="post", headers=hx("run-header")),
     Case("runs:stop", ("run",), method="post", owner=302, label="no-js"),
     Case("runs:export", ("run",)),
+    Case("runs:live_rows", query={"ids": lambda w: f"{w.api_run.pk},{w.run.pk}"}, headers=hx("live-runs")),
+    Case("runs:waterfall", ("run",), headers=hx()),
+    Case("runs:waterfall", ("run",), label="no-js"),
+    Case("runs:spans", ("run",), headers=hx()),
+    Case("runs:spans", ("run",), label="no-js"),
     Case("local_model_status", headers=hx("local-model-status")),
     # compare
     Case("compare:page", query={"runs": lambda w: f"{w.run.pk},{w.other_run.pk}"}),

@@ -11,7 +11,6 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import F, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
@@ -20,10 +19,13 @@ from runs.launch import access, services
 from runs.launch.forms import MODES_OF_PROVIDER, NewRunForm, RunFilterForm
 from runs.launch.models import Run, Task
 from runs.launch.selectors import runs_filtered, steps_after, trajectory
+from runs.launch.span_tree import tree_html
 from runs.paging import keyset_page
 from runs.policies.models import Policy
 from runs.queue import QueueUnavailable
 from tracing.models import Step
+from tracing.timeline import run_calls, span_rows
+from tracing.waterfall import MAX_BARS, chart, span_tree
 
 RUNS_PER_PAGE = 50
 # Steps per request on the run page: enough to fill a screen several times,
@@ -34,6 +36,9 @@ MAX_INITIAL_STEPS = 2000
 # The id of the run list's "older runs" row: htmx names it in HX-Target when
 # it asks for the next page, which is answered with rows only.
 MORE_ROWS_ID = "more-runs"
+# The run list's live rows refresh this often: a run's status and step count
+# move every second or so, and one request covers every live row on the page.
+LIVE_ROWS_EVERY = "2s"
 
 # Sortable columns of the run list: URL name -> model field. Every sort is a
 # keyset on (field, id), each backed by an index (see Run.Meta).
@@ -93,10 +98,32 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "sort_links": _sort_links(request, sort),
         "tasks": Task.objects.only("slug"),
         "now": timezone.now(),
+        "live_ids": [run.pk for run in runs if run.is_live],
+        "live_every": LIVE_ROWS_EVERY,
     }
     if request.htmx.target == MORE_ROWS_ID:
         return render(request, "launch/_run_rows.html", context)
     return render(request, "launch/list.html", context)
+
+
+@login_required
+@require_GET
+def run_list_live(request: HttpRequest) -> HttpResponse:
+    """The run list's live rows, re-rendered in one query and swapped in by id;
+    the poller comes back with the runs still live, or stops (286) when none is."""
+    raw = request.GET.get("ids", "")
+    ids = raw.split(",") if raw else []
+    if not ids or len(ids) > RUNS_PER_PAGE or not all(i.isdigit() and len(i) < 19 for i in ids):
+        return HttpResponse(f"ids must be 1 to {RUNS_PER_PAGE} run ids separated by commas",
+                            status=400, content_type="text/plain; charset=utf-8")
+    runs = list(access.runs_for(request).select_related("task", "policy").defer(*LIST_DEFERRED)
+                .filter(pk__in=[int(i) for i in ids]).order_by("-created_at", "-id"))
+    live_ids = [run.pk for run in runs if run.is_live]
+    response = render(request, "launch/_live_rows.html",
+                      {"runs": runs, "live_ids": live_ids, "live_every": LIVE_ROWS_EVERY, "now": timezone.now()})
+    if not live_ids:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
 
 
 def _sort_links(request: HttpRequest, current: str) -> dict[str, dict[str, str]]:
@@ -116,12 +143,39 @@ def _sort_links(request: HttpRequest, current: str) -> dict[str, dict[str, str]]
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = access.run_for(request, run_id, "task", "policy")
+    # ?step=N (a waterfall bar, a span): that step must be among the loaded ones.
+    raw_step = request.GET.get("step", "")
+    if raw_step and not (raw_step.isdigit() and len(raw_step) < 10):
+        return HttpResponse("step must be a step index (0, 1, 2...)", status=400,
+                            content_type="text/plain; charset=utf-8")
     # The page opens at the anchor break, so it must be among the loaded steps.
-    upto = min((run.first_anchor_break or 0) + STEPS_PER_PAGE // 4, MAX_INITIAL_STEPS)
+    wanted = max(run.first_anchor_break or 0, int(raw_step or 0))
+    upto = min(wanted + STEPS_PER_PAGE // 4, MAX_INITIAL_STEPS)
     inherited = trajectory(run, hi=run.fork_from - 1, limit=MAX_INITIAL_STEPS) if run.parent_id else []
     steps = trajectory(run, lo=run.fork_from or 0, limit=max(STEPS_PER_PAGE, upto))
     return render(request, "launch/detail.html",
                   {**_timeline_context(run, steps), "inherited": inherited, "pressure": _pressure(run)})
+
+
+@login_required
+@require_GET
+def run_waterfall(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run's model and tool calls on a time axis (loaded when its panel opens)."""
+    run = access.run_for(request, run_id)
+    calls, source = run_calls(run)
+    context = {"run": run, "run_url": run.get_absolute_url(), "chart": chart(calls), "source": source,
+               "max_bars": MAX_BARS}
+    return render(request, "launch/_waterfall.html" if request.htmx else "launch/waterfall.html", context)
+
+
+@login_required
+@require_GET
+def run_span_tree(request: HttpRequest, run_id: int) -> HttpResponse:
+    """An OTLP run's spans as the trace nested them, each linked to the step it became."""
+    run = access.run_for(request, run_id)
+    roots, total_ms = span_tree(span_rows(run))
+    context = {"run": run, "tree": tree_html(roots, run.get_absolute_url()) if roots else "", "total_ms": total_ms}
+    return render(request, "launch/_span_tree.html" if request.htmx else "launch/span_tree.html", context)
 
 
 def _pressure(run: Run) -> dict | None:
@@ -212,9 +266,9 @@ def run_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, f"{exc}. Nothing was queued; try again when the queue is back.")
         else:
             if len(runs) > 1:
+                # Reruns land on their comparison, which fills in as they finish.
                 messages.success(request, f"Queued {len(runs)} reruns.")
-                list_url = reverse("runs:list")
-                return redirect(f"{list_url}?task={spec.task.slug}" if spec.task else list_url)
+                return redirect("compare:group", group_id=runs[0].group_id)
             return redirect(runs[0])
     status = 400 if request.method == "POST" else 200
     return render(request, "launch/new.html", {"form": form, "modes_of_provider": json.dumps(MODES_OF_PROVIDER)},

@@ -4,6 +4,7 @@ import json
 
 from django import template
 
+from runs import payloads
 from runs.launch.labels import anchor_label
 
 register = template.Library()
@@ -55,3 +56,14 @@ def duration(seconds) -> str:
 def anchor_label_filter(pattern) -> str:
     """An anchoring pattern or finding in plain words ("phantom_call" -> "claimed a call it never made")."""
     return anchor_label(str(pattern or ""))
+
+
+@register.filter
+def step_text(step, label: str) -> str:
+    """The step's text as the timeline shows it (runs.payloads: JSON folded, Markdown sanitised)."""
+    return payloads.step_text_html(step, label)
+
+
+@register.filter
+def args_html(args) -> str:
+    return payloads.args_html(args)

@@ -190,7 +190,7 @@ def test_a_dialogue_reads_as_user_turns_and_replies(auth_client, make_run):
     assert '<span class="tag tag-system">system</span>' in body
     assert '<span class="tag tag-action">action</span>' in body  # a tool call stays an action
     reply = body.split('id="step-3"')[1].split('id="step-4"')[0]
-    assert '<div class="text clamp">Refunded to your visa.</div>' in reply and 'class="tool"' not in reply
+    assert '<div class="text md clamp"><p>Refunded to your visa.</p></div>' in reply and 'class="tool"' not in reply
 
 
 def test_the_context_is_shown_collapsed_and_escaped(auth_client, make_run):

@@ -82,7 +82,7 @@ def test_htmx_next_page_returns_rows_only(auth_client, make_run):
     response = auth_client.get(f"{URL}?{query}", headers=hx(more_row_id(first.content.decode())))
     body = response.content.decode()
     assert "<table" not in body
-    assert body.count("<tr>") == 5
+    assert body.count("<tr id=\"run-") == 5
 
 
 def test_htmx_filter_form_gets_the_page(auth_client, make_run):

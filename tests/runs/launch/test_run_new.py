@@ -49,8 +49,10 @@ def test_a_valid_post_queues_one_run_and_redirects_to_it(auth_client, task, queu
 
 
 def test_reruns_make_a_group_with_distinct_seeds(auth_client, task, queued):
-    auth_client.post(URL, form(task, reruns=5, seed=100))
+    response = auth_client.post(URL, form(task, reruns=5, seed=100))
     runs = list(Run.objects.order_by("pk"))
+    # They land on their comparison, which polls while they run (tests/runs/launch/test_live_list.py).
+    assert response["Location"] == reverse("compare:group", args=[runs[0].group_id])
     assert [r.seed for r in runs] == [100, 101, 102, 103, 104]
     assert len({r.group_id for r in runs}) == 1 and len(queued) == 5
 
