@@ -17,3 +17,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const step = document.getElementById(`step-${wrap.dataset.anchorBreak}`);
   if (step) step.scrollIntoView({block: "center"});
 });
+// The header's project switcher submits on change (the button stays for no-JS).
+document.addEventListener("change", (event) => {
+  if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();
+});

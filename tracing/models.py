@@ -6,6 +6,7 @@ from django.apps import apps
 from django.conf import settings
 from django.db import models
 
+from agentlab.projects.models import Project
 from tracing.steps import ROLES, is_reply
 from tracing.steps import Step as StepRecord
 
@@ -112,6 +113,8 @@ class ApiToken(models.Model):
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    # Runs sent with the token land in this project, and it reads only this project's runs.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=16)
