@@ -6,7 +6,7 @@ from django.views.generic import RedirectView
 from agentlab import views as agentlab_views
 
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="runs:list", permanent=False)),
+    path("", RedirectView.as_view(pattern_name="runs:list", permanent=False), name="home"),
     path("runs/", include("runs.urls")),
     path("compare/", include("runs.compare.urls")),
     path("reviews/", include("runs.reviews.urls")),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from tests.projects import team
 from tests.runs.reviews.test_reviews_helpers import interrupted_run
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -279,7 +280,7 @@ def test_the_trade_off_chart_spreads_its_points_and_shows_its_titles(live_server
     values = [6, 8, 10, 12, 14]
     rows = [result_row(v, stopped=s, interrupted=5, justified=(1, 2)) for v, s in zip(values, (3, 4, 2, 1, 1),
                                                                                         strict=True)]
-    job = WhatIfJob.objects.create(key="k", created_by=user, policies=[{}] * 5, sweep_path="ladder.stop_streak",
+    job = WhatIfJob.objects.create(project=team(), key="k", created_by=user, policies=[{}] * 5, sweep_path="ladder.stop_streak",
                                    sweep_values=values, snapshot_at=timezone.now(), status="done", result=rows,
                                    total_runs=30, done_runs=30, duration_s=0.1)
     for width in (1440, 390):

@@ -27,10 +27,11 @@ def memberships(request: HttpRequest) -> list[Membership]:
 
 
 def membership(request: HttpRequest) -> Membership | None:
-    """The membership of the project chosen in the session, else the user's first one."""
+    """The membership of the project chosen in the session, else the one the
+    user joined first (stable when they are added to more projects later)."""
     found = memberships(request)
     wanted = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
-    return next((m for m in found if m.project_id == wanted), found[0] if found else None)
+    return next((m for m in found if m.project_id == wanted), min(found, key=lambda m: m.pk, default=None))
 
 
 def select(request: HttpRequest, project_id: int) -> Membership | None:

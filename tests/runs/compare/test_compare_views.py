@@ -4,6 +4,7 @@ import pytest
 from django.urls import reverse
 
 from runs.launch.models import RerunGroup, Run, Task
+from tests.projects import team
 from tracing.alignment import MAX_RUNS
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
@@ -49,7 +50,7 @@ def split_runs(make_run):
 
 def test_every_compare_url_requires_login(client, split_runs):
     a, b, _ = split_runs
-    group = RerunGroup.objects.create(name="g")
+    group = RerunGroup.objects.create(project=team(), name="g")
     for url in (_page([a.pk, b.pk]), reverse("compare:group", args=[group.pk]),
                 f"{reverse('compare:cell')}?run={a.pk}&from=0&to=2", f"{reverse('compare:diff')}?a={a.pk}&b={b.pk}"):
         for headers in ({}, HX):
@@ -155,7 +156,7 @@ def test_with_hx_request_only_the_body_comes_back_and_polling_stops_when_done(au
 
 
 def test_a_group_with_live_runs_polls_every_2s_until_all_are_done(auth_client, make_run):
-    group = RerunGroup.objects.create(name="reruns")
+    group = RerunGroup.objects.create(project=team(), name="reruns")
     done = _trail(make_run(group=group, success=True), [("search", "Freedonia capital")])
     live = _trail(make_run(group=group, status=Run.Status.RUNNING), [("search", "Freedonia capital")], answer=None)
     url = reverse("compare:group", args=[group.pk])
@@ -216,7 +217,7 @@ def test_runs_with_zero_steps_get_an_empty_column(auth_client, make_run, split_r
 
 
 def test_an_empty_group_says_so(auth_client):
-    group = RerunGroup.objects.create(name="nothing yet")
+    group = RerunGroup.objects.create(project=team(), name="nothing yet")
     response = auth_client.get(reverse("compare:group", args=[group.pk]))
     assert response.status_code == 200
     assert "This group has no runs yet." in response.content.decode()
@@ -266,7 +267,7 @@ def test_exactly_the_limit_is_accepted(auth_client, make_run):
 
 
 def test_a_group_over_the_limit_is_400(auth_client, make_run):
-    group = RerunGroup.objects.create(name="big")
+    group = RerunGroup.objects.create(project=team(), name="big")
     for _ in range(MAX_RUNS + 1):
         make_run(group=group)
     response = auth_client.get(reverse("compare:group", args=[group.pk]))
@@ -295,7 +296,7 @@ def test_the_page_runs_a_constant_number_of_queries(auth_client, make_run, djang
 
 
 def test_the_group_page_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
-    group = RerunGroup.objects.create(name="g")
+    group = RerunGroup.objects.create(project=team(), name="g")
     for _ in range(8):
         make_run(steps=9, group=group)
     # 1 session, 2 user, 3 group, 4 its runs (task and policy joined), 5 every run's steps at once
@@ -427,7 +428,7 @@ def test_the_run_list_has_compare_checkboxes(auth_client, make_run):
 
 
 def test_the_run_page_links_its_group_comparison(auth_client, make_run):
-    group = RerunGroup.objects.create(name="g")
+    group = RerunGroup.objects.create(project=team(), name="g")
     grouped, alone = make_run(group=group), make_run()
     body = auth_client.get(reverse("runs:detail", args=[grouped.pk])).content.decode()
     assert f'href="/compare/group/{group.pk}/">Compare reruns</a>' in body

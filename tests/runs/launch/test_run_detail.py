@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 
 from runs.launch.models import Run
+from tests.projects import project_of
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
 
@@ -240,7 +241,7 @@ def test_export_carries_roles_and_context_and_imports_back(auth_client, make_run
     line = b"".join(auth_client.get(reverse("runs:export", args=[run.pk])).streaming_content).decode()
     data = json.loads(line)
     assert data["context"] == run.context and [s["role"] for s in data["steps"]][:2] == ["user", "assistant"]
-    again = Run.objects.get(pk=import_lines([line], owner=user).run_ids[0])
+    again = Run.objects.get(pk=import_lines([line], project_id=project_of(user).pk, owner=user).run_ids[0])
     assert again.context == run.context
     assert list(again.steps.order_by("index").values_list("role", flat=True)) == [
         "user", "assistant", "tool", "assistant", "system", "assistant"]

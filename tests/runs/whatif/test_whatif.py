@@ -13,6 +13,7 @@ from runs.whatif import replay as whatif
 from runs.whatif.execution import whatif_execute
 from runs.whatif.models import WhatIfJob
 from runs.whatif.services import whatif_create
+from tests.projects import project_of, team
 from tracing.steps import Step
 from tracing.watchdog import DEFAULT_POLICY, PolicyError
 
@@ -65,9 +66,9 @@ def test_a_job_replays_the_snapshot_and_is_cached(stored_runs, user, monkeypatch
     sent = []
     monkeypatch.setattr("runs.whatif.tasks.execute_whatif.apply_async", lambda *a, **k: sent.append(a))
     config = {k: v for k, v in DEFAULT_POLICY.to_dict().items() if k not in ("name", "version", "description")}
-    job = whatif_create(user=user, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10])
+    job = whatif_create(user=user, project_id=project_of(user).pk, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10])
     assert len(sent) == 1 and job.total_runs == 27
-    assert whatif_create(user=user, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10]).pk == job.pk
+    assert whatif_create(user=user, project_id=project_of(user).pk, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10]).pk == job.pk
     # A run written after the snapshot does not move the figures of the job.
     Run.objects.create(prompt="later", status="finished")
     job = whatif_execute(job.pk)
@@ -77,7 +78,7 @@ def test_a_job_replays_the_snapshot_and_is_cached(stored_runs, user, monkeypatch
     assert strict["stopped"] >= default["stopped"]
     assert default["stopped"] == 0  # the gold exemplars are never stopped by the default policy
     # ...and a new question over the new data is a new job.
-    assert whatif_create(user=user, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10]).pk != job.pk
+    assert whatif_create(user=user, project_id=project_of(user).pk, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10]).pk != job.pk
 
 
 def test_reviewers_labels_are_counted(stored_runs, user, monkeypatch):
@@ -85,7 +86,7 @@ def test_reviewers_labels_are_counted(stored_runs, user, monkeypatch):
     run = stored_runs.first()
     ReviewItem.objects.create(run=run, step_index=3, detector="repetition", tier="stop", label="wrongly_killed")
     config = {"ladder": {"stop_streak": 10}}
-    job = whatif_execute(whatif_create(user=user, config=config).pk)
+    job = whatif_execute(whatif_create(user=user, project_id=project_of(user).pk, config=config).pk)
     [row] = job.result
     assert row["wrongly_total"] == 1 and row["wrongly_spared"] == 1
 
@@ -106,7 +107,7 @@ def test_the_page_names_the_bad_field(auth_client):
 def test_the_job_page_polls_until_done_and_saves_a_new_version(stored_runs, auth_client, user, monkeypatch):
     monkeypatch.setattr("runs.whatif.tasks.execute_whatif.apply_async", lambda *a, **k: None)
     base = Policy.objects.get(name="default")
-    job = whatif_create(user=user, config={"ladder": {"stop_streak": 7}}, base_policy=base)
+    job = whatif_create(user=user, project_id=project_of(user).pk, config={"ladder": {"stop_streak": 7}}, base_policy=base)
     page = auth_client.get(reverse("whatif_job", args=[job.pk]), headers={"HX-Request": "true"})
     assert page.status_code == 200 and 'hx-trigger="every 1s"' in page.content.decode()
     whatif_execute(job.pk)
@@ -159,7 +160,7 @@ def test_the_trade_off_chart_spreads_the_values_on_their_own_axis(auth_client, u
     from django.utils import timezone
 
     rows = [result_row(v, stopped=s, justified=(1, 2)) for v, s in ((6, 3), (8, 2), (10, 1))]
-    job = WhatIfJob.objects.create(key="k", created_by=user, policies=[{}] * 3, sweep_path="ladder.stop_streak",
+    job = WhatIfJob.objects.create(project=team(), key="k", created_by=user, policies=[{}] * 3, sweep_path="ladder.stop_streak",
                                    sweep_values=[6, 8, 10], snapshot_at=timezone.now(), status="done", result=rows,
                                    total_runs=30, done_runs=30, duration_s=0.1)
     response = auth_client.get(reverse("whatif_job", args=[job.pk]))
