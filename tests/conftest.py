@@ -13,7 +13,8 @@ _counter = itertools.count()
 def project(db):
     from agentlab.projects.models import Project
 
-    return Project.objects.create(name="Team", slug="team")
+    # get_or_create: tests.projects.team() may have made it in an earlier fixture.
+    return Project.objects.get_or_create(slug="team", defaults={"name": "Team"})[0]
 
 
 @pytest.fixture

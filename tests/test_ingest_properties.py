@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from runs.imports.services import import_lines
 from runs.launch.models import Run
-from tests.projects import project_of
+from tests.projects import project_of, team
 from tracing.ingest.writes import token_create
 from tracing.models import Step
 from tracing.steps import KINDS, ROLES
@@ -165,7 +165,7 @@ bodies = st.one_of(
 @given(body=bodies)
 def test_the_step_api_answers_junk_with_a_4xx_and_writes_nothing(client, user, token, body):
     with transaction.atomic():
-        run = Run.objects.create(owner=user, prompt="p", provider="import", source="api", status="running")
+        run = Run.objects.create(project=team(), owner=user, prompt="p", provider="import", source="api", status="running")
         raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
         response = client.generic("POST", f"/api/runs/{run.pk}/steps", raw, content_type="application/json",
                                   HTTP_AUTHORIZATION=f"Bearer {token}")

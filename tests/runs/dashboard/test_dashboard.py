@@ -54,9 +54,9 @@ def test_it_shows_the_figures_of_finished_runs(auth_client, runs):
 def test_it_reads_summaries_only_in_a_constant_number_of_queries(auth_client, runs, make_run, django_assert_num_queries):
     for _ in range(20):
         make_run(step_count=3, success=True)
-    # session, user, one GROUPING SETS scan for every figure, one scan of the arrays (interventions,
-    # context pressure), reviewers' labels per detector, task choices
-    with django_assert_num_queries(6):
+    # session, user, memberships of the user (current project, the header's switcher), one GROUPING SETS scan for every figure, one scan of the
+    # arrays (interventions, context pressure), reviewers' labels per detector, task choices
+    with django_assert_num_queries(7):
         auth_client.get(URL)
 
 

@@ -90,8 +90,8 @@ def test_the_upload_page_requires_login(client):
 
 
 @pytest.mark.skipif(not EVAL.exists(), reason="shared/eval not found")
-def test_the_command_imports_a_real_source(tmp_path):
-    call_command("importjsonl", str(EVAL / "react_exemplars" / "runs.jsonl"), verbosity=0)
+def test_the_command_imports_a_real_source(tmp_path, project):
+    call_command("importjsonl", str(EVAL / "react_exemplars" / "runs.jsonl"), verbosity=0)  # the only project
     assert Run.objects.filter(source="react_exemplars").count() == 27
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(GOOD) + "\n{oops\n")
@@ -112,10 +112,10 @@ def test_loaddemo_is_idempotent_and_seeds_demo_runs_once(db):
     assert all(r.status in ("finished", "stopped") for r in Run.objects.all())
 
 
-def test_analyse_recomputes_signals_and_anchoring(db):
+def test_analyse_recomputes_signals_and_anchoring(project):
     call_command("importjsonl", *[str(p) for p in [EVAL / "react_exemplars" / "runs.jsonl"]], verbosity=0) \
         if EVAL.exists() else None
-    upload_run = Run.objects.create(prompt="Where was he born?", status="finished")
+    upload_run = Run.objects.create(prompt="Where was he born?", status="finished", project=project)
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord
 
@@ -296,7 +296,7 @@ def test_another_users_import_of_the_same_file_is_their_own(user, other_user):
     assert again.run_ids == [] and len(again.existing) == 1
 
 
-def test_the_command_is_idempotent_and_says_so(tmp_path, capsys):
+def test_the_command_is_idempotent_and_says_so(tmp_path, capsys, project):
     path = tmp_path / "runs.jsonl"
     path.write_text(json.dumps(GOOD) + "\n")
     call_command("importjsonl", str(path))
