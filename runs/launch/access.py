@@ -15,6 +15,11 @@ rather than ending a colleague's experiment.
 
 Anything of another project is a 404, like a missing one (its id tells
 nothing); a role too low for a write is a 403 that names the role needed.
+
+A new view: read through runs_for / run_for / group_for / tasks_for /
+policies_for (or filter its own model on project_id(request)); before a
+write call require_reviewer or require_admin; then give its URL pattern a row
+in tests/test_access.py, whose matrix fails until every pattern has one.
 """
 
 from __future__ import annotations
