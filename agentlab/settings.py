@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",
     "axes",
+    "agentlab.projects",
     "runs",
     "tracing",
 ]
@@ -75,6 +76,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "agentlab.projects.current.context",
             ],
             # {% load localmodel %}{% local_model_status %}: the New-run form's "local model: ..." line.
             "libraries": {"localmodel": "agentlab.templatetags.localmodel"},

@@ -6,7 +6,7 @@ from django.views.generic import RedirectView
 from agentlab import views as agentlab_views
 
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="runs:list", permanent=False)),
+    path("", RedirectView.as_view(pattern_name="runs:list", permanent=False), name="home"),
     path("runs/", include("runs.urls")),
     path("compare/", include("runs.compare.urls")),
     path("reviews/", include("runs.reviews.urls")),
@@ -15,6 +15,7 @@ urlpatterns = [
     path("dashboard/", include("runs.dashboard.urls")),
     path("whatif/", include("runs.whatif.urls")),
     path("policies/", include("runs.policies.urls")),
+    path("projects/", include("agentlab.projects.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -74,3 +74,13 @@ def running_stack(db_name: str, concurrency: int) -> Iterator[str]:
     finally:
         stop(worker)
         stop(sim)
+
+
+def bench_project(user=None):
+    """The benches' project ("bench"), with `user` as its admin when given."""
+    from agentlab.projects.models import Membership, Project
+
+    project = Project.objects.get_or_create(slug="bench", defaults={"name": "Bench"})[0]
+    if user is not None:
+        Membership.objects.get_or_create(user=user, project=project, defaults={"role": "admin"})
+    return project

@@ -36,7 +36,7 @@ def main() -> None:
     for copy in range(args.copies):
         for path in sources:
             with path.open("rb") as fh:
-                result = import_lines(fh, source=f"{path.parent.name}-{copy}")
+                result = import_lines(fh, project_id=_django.bench_project().pk, source=f"{path.parent.name}-{copy}")
             assert not result.errors, result.errors[:3]
     imported = time.perf_counter() - started
     runs = Run.objects.count()

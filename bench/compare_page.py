@@ -69,7 +69,7 @@ def seed_group(name: str, n_runs: int, n_steps: int, rng: random.Random) -> int:
     owner = User.objects.get(username="bench")
     task, _ = Task.objects.get_or_create(slug="bench-capital", defaults={
         "title": "Bench capital", "prompt": "What is the capital of Freedonia?", "gold_answer": "Fredville"})
-    group = RerunGroup.objects.create(name=name, owner=owner)
+    group = RerunGroup.objects.create(project=_django.bench_project(), name=name, owner=owner)
     units = n_steps // 3 + 4
     plan, other = _plan(rng, units), _plan(rng, units)
     for r in range(n_runs):
@@ -234,6 +234,7 @@ def main() -> None:
     from django.test import Client
 
     user = User.objects.create_user("bench", password="bench")
+    _django.bench_project(user)
     rng = random.Random(6)
     t0 = time.perf_counter()
     small = seed_group("20 x 50", 20, 50, rng)

@@ -43,11 +43,11 @@ _RUN_COLUMNS = ("id, prompt, source, provider, model_name, base_url, temperature
                 "settings, status, stop_requested, stopped_by, reason, final_answer, success, created_at, started_at, "
                 "finished_at, celery_id, step_count, prompt_tokens, completion_tokens, latency_ms, intervention_count, "
                 "intervention_detectors, intervention_tiers, first_anchor_break, anchor_reason, anchor_evidence, "
-                "context_steps, context_tokens, truncated_steps")
+                "context_steps, context_tokens, truncated_steps, project_id")
 _DETECTORS = ["repetition", "observation", "stagnation", "drift", "budget", "user"]
 
 
-def _run_row(i: int, traj, rng: random.Random) -> str:
+def _run_row(i: int, traj, rng: random.Random, project_id: int) -> str:
     """Run i's summary row as the recorder keeps it (a real trajectory's for the first N_REAL)."""
     real = traj is not None
     steps = len(traj.steps) if real else rng.randint(3, 40)
@@ -65,7 +65,7 @@ def _run_row(i: int, traj, rng: random.Random) -> str:
         str(rng.randint(1, steps)) if rng.random() < 0.2 else "\\N", "", "{}",
         "{" + ",".join(str(j) for j in range(0, steps, 3)) + "}",
         "{" + ",".join(str(300 + 120 * k) for k in range(len(range(0, steps, 3)))) + "}",
-        "{" + ",".join(str(j) for j in range(2, steps, 3) if rng.random() < 0.05) + "}",
+        "{" + ",".join(str(j) for j in range(2, steps, 3) if rng.random() < 0.05) + "}", str(project_id),
     ]) + "\n"
 
 
@@ -101,12 +101,12 @@ def seed() -> None:
     from tracing.steps import read_jsonl
 
     call_command("loaddemo", verbosity=0)
-    User.objects.create_user("bench", password="bench")
+    project = _django.bench_project(User.objects.create_user("bench", password="bench"))
     trajectories = [t for path in sorted(_django.EVAL_DIR.glob("*/runs.jsonl")) for t in read_jsonl(path)]
     rng = random.Random(3)
     runs = io.StringIO()
     for i in range(N_RUNS):
-        runs.write(_run_row(i, trajectories[i % len(trajectories)] if i < N_REAL else None, rng))
+        runs.write(_run_row(i, trajectories[i % len(trajectories)] if i < N_REAL else None, rng, project.pk))
     _copy("runs_run", _RUN_COLUMNS, runs)
     with connection.cursor() as cur:
         cur.execute("SELECT setval('runs_run_id_seq', %s)", [N_RUNS + 1])
@@ -149,14 +149,14 @@ def main() -> None:
 
     user = User.objects.get(username="bench")
     with mock.patch("runs.whatif.tasks.execute_whatif.apply_async"):
-        job = whatif_create(user=user, config={}, sweep_path="ladder.stop_streak", sweep_values=[10],
+        job = whatif_create(user=user, project_id=_django.bench_project(user).pk, config={}, sweep_path="ladder.stop_streak", sweep_values=[10],
                             filters={"source": "import"})
     t = time.perf_counter()
     job = whatif_execute(job.pk)
     print(f"what-if, 1 policy over {job.total_runs} runs: {time.perf_counter() - t:.1f} s  (target <= 20 s) "
           f"status {job.status} {job.error}")
     with mock.patch("runs.whatif.tasks.execute_whatif.apply_async"):
-        job = whatif_create(user=user, config={}, sweep_path="ladder.stop_streak", sweep_values=[6, 10, 14],
+        job = whatif_create(user=user, project_id=_django.bench_project(user).pk, config={}, sweep_path="ladder.stop_streak", sweep_values=[6, 10, 14],
                             filters={"source": "import"})
     t = time.perf_counter()
     job = whatif_execute(job.pk)

@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import EVAL_DIR, ROOT, ensure_database, percentile  # noqa: E402
+from _django import EVAL_DIR, ROOT, bench_project, ensure_database, percentile  # noqa: E402
 
 DB_NAME = "agentlab_bench_ingest"
 BATCH_STEPS = 5000
@@ -173,7 +173,8 @@ def _raw_copy(trajectories, owner) -> float:
     from tracing.recorder import clean_text as _clean
     from tracing.steps import role_of
 
-    runs = [Run(owner=owner, prompt=t.task, provider="import", source="copy", status="finished")
+    project = bench_project(owner)
+    runs = [Run(owner=owner, project=project, prompt=t.task, provider="import", source="copy", status="finished")
             for t in trajectories]
     Run.objects.bulk_create(runs)
     now = timezone.now()
@@ -273,7 +274,7 @@ def main() -> None:
     from tracing.ingest.writes import token_create
 
     owner = get_user_model().objects.create_user("bench")
-    token = token_create(user=owner, name="bench")[1]
+    token = token_create(user=owner, project_id=bench_project(owner).pk, name="bench")[1]
     trajectories = _load()
     total_steps = sum(len(t.steps) for t in trajectories)
     print(f"{len(trajectories)} trajectories, {total_steps} steps from {EVAL_DIR}")

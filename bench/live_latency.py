@@ -54,7 +54,7 @@ def measure(queue: str) -> None:
             page.fill("#id_username", "demo")
             page.fill("#id_password", "demo")
             page.click("button[type=submit]")
-            [run] = services.runs_launch(owner=None, spec=spec)
+            [run] = services.runs_launch(owner=None, project=_django.bench_project(), spec=spec)
             page.goto(f"http://127.0.0.1:{port}/runs/{run.pk}/")
             page.evaluate("""() => { window.seen = {};
                 for (const el of document.querySelectorAll('#timeline .step')) window.seen[el.id] = null;

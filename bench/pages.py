@@ -33,7 +33,7 @@ def seed() -> tuple[int, int]:
     from tracing.recorder import record_step
     from tracing.steps import Step
 
-    User.objects.create_user("bench", password="bench")
+    project = _django.bench_project(User.objects.create_user("bench", password="bench"))
     tasks = [Task.objects.create(slug=f"task-{i}", title=f"Task {i}", prompt=f"Question {i}?", gold_answer="x") for i in range(25)]
     rng = random.Random(7)
     statuses = ["finished", "finished", "stopped", "error", "finished", "finished"]
@@ -47,6 +47,7 @@ def seed() -> tuple[int, int]:
             "0.7", rng.choice(["tools", "text"]), "15", "20000", str(i), "{}", status, "f", "", "", "x",
             rng.choice(["t", "f"]), created, created, created, "", str(rng.randint(3, 60)), "1000", "100", "50.0",
             "0", "{}", "{}", str(rng.randint(1, 9)) if rng.random() < 0.2 else "\\N", "", "{}", "{}", "{}", "{}",
+            str(project.pk),
         ]
         if row[31] != "\\N":  # an anchor break: of one of the patterns, in turn
             row[33] = json.dumps({"pattern": PATTERNS[i % len(PATTERNS)]})
@@ -55,7 +56,7 @@ def seed() -> tuple[int, int]:
             "max_tokens, seed, settings, status, stop_requested, stopped_by, reason, final_answer, success, created_at, "
             "started_at, finished_at, celery_id, step_count, prompt_tokens, completion_tokens, latency_ms, "
             "intervention_count, intervention_detectors, intervention_tiers, first_anchor_break, anchor_reason, "
-            "anchor_evidence, context_steps, context_tokens, truncated_steps")
+            "anchor_evidence, context_steps, context_tokens, truncated_steps, project_id")
     with connection.cursor() as cur, cur.connection.cursor().copy(f"COPY runs_run ({cols}) FROM STDIN") as copy:
         copy.write(buf.getvalue())
     with connection.cursor() as cur:
@@ -82,7 +83,7 @@ def _dialogue_run() -> int:
 
     with (_django.EVAL_DIR / "tau2_retail_telecom" / "runs.jsonl").open(encoding="utf-8") as fh:
         line = max(fh, key=lambda raw: len(json.loads(raw)["steps"]))
-    return import_lines([line]).run_ids[0]
+    return import_lines([line], project_id=_django.bench_project().pk).run_ids[0]
 
 
 def timed(client, url: str, n: int = 30) -> list[float]:

@@ -44,6 +44,7 @@ def seed() -> None:
     reviewers = []
     for name in ("bench", "bench2"):
         u = User.objects.create_user(name, password="bench")
+        _django.bench_project(u)
         u.user_permissions.add(perm)
         reviewers.append(u)
     rng = random.Random(11)
@@ -60,13 +61,14 @@ def _seed_runs(rng: random.Random) -> list[tuple]:
 
     tasks = [Task.objects.create(slug=f"task-{i}", title=f"Task {i}", prompt=f"Question {i}?", gold_answer="x")
              for i in range(25)]
-    policies = [Policy.objects.get_or_create(name="default", version=1, defaults={"config": {}})[0],
-                Policy.objects.get_or_create(name="strict", version=2, defaults={"config": {}})[0]]
+    policies = [Policy.objects.get_or_create(project=_django.bench_project(), name="default", version=1, defaults={"config": {}})[0],
+                Policy.objects.get_or_create(project=_django.bench_project(), name="strict", version=2, defaults={"config": {}})[0]]
     t0 = timezone.now() - timezone.timedelta(days=200)
     runs = []
+    project = _django.bench_project()
     for i in range(N_RUNS):
         task = rng.choice(tasks)
-        runs.append(Run(task=task, prompt=task.prompt, status=rng.choice(["stopped", "finished", "finished"]),
+        runs.append(Run(task=task, project=project, prompt=task.prompt, status=rng.choice(["stopped", "finished", "finished"]),
                         model_name=rng.choice(["sim", "gpt-4o-mini", "gemma-3-270m"]), policy=rng.choice(policies),
                         seed=i, step_count=STEPS, intervention_count=len(INTERRUPTIONS)))
     Run.objects.bulk_create(runs, batch_size=2000)

@@ -33,7 +33,7 @@ def main(runs: int) -> None:
             task = tasks[i % len(tasks)]
             spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
                                     temperature=0.7, max_steps=10, max_tokens=50_000, seed=i)
-            services.runs_launch(owner=None, spec=spec)
+            services.runs_launch(owner=None, project=_django.bench_project(), spec=spec)
         queued = time.time() - t0
         while Run.objects.filter(status__in=Run.LIVE_STATUSES).exists():
             time.sleep(0.2)

@@ -21,7 +21,7 @@ class DocumentAdmin(admin.ModelAdmin):
 class RunAdmin(admin.ModelAdmin):
     list_display = ("id", "status", "task", "model_name", "mode", "step_count", "success", "created_at")
     list_filter = ("status", "mode", "provider")
-    raw_id_fields = ("task", "group", "owner")
+    raw_id_fields = ("task", "group", "owner", "project")
     readonly_fields = ("step_count", "prompt_tokens", "completion_tokens", "latency_ms")
 
 

@@ -61,3 +61,7 @@ document.addEventListener("click", (event) => {
   step.classList.add("flash-target");
   setTimeout(() => step.classList.remove("flash-target"), 1200);
 });
+// The header's project switcher submits on change (the button stays for no-JS).
+document.addEventListener("change", (event) => {
+  if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();
+});

@@ -10,13 +10,40 @@ _counter = itertools.count()
 # No password: the tests sign in with force_login, and hashing one (PBKDF2, a
 # million rounds) costs a third of a second per user.
 @pytest.fixture
-def user(django_user_model):
-    return django_user_model.objects.create_user("alice")
+def project(db):
+    from agentlab.projects.models import Project
+
+    # get_or_create: tests.projects.team() may have made it in an earlier fixture.
+    return Project.objects.get_or_create(slug="team", defaults={"name": "Team"})[0]
+
+
+@pytest.fixture
+def user(django_user_model, project):
+    """alice, the admin of `project` (tests of the roles make their own members)."""
+    from agentlab.projects.models import Membership, Role
+
+    alice = django_user_model.objects.create_user("alice")
+    Membership.objects.create(user=alice, project=project, role=Role.ADMIN)
+    return alice
 
 
 @pytest.fixture
 def other_user(django_user_model):
+    """bob, a member of no project."""
     return django_user_model.objects.create_user("bob")
+
+
+@pytest.fixture
+def member(django_user_model, project):
+    """member("carol", "viewer"): a user with that role in `project`."""
+    from agentlab.projects.models import Membership
+
+    def make(username: str, role: str):
+        someone = django_user_model.objects.create_user(username)
+        Membership.objects.create(user=someone, project=project, role=role)
+        return someone
+
+    return make
 
 
 @pytest.fixture
@@ -35,14 +62,15 @@ def task(db):
 
 
 @pytest.fixture
-def make_run(db, task, user):
+def make_run(db, task, user, project):
     # Imported here so the Django-free tests can run with `-p no:django`.
     from runs.launch.models import Run
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord
 
     def make(*, steps: int = 0, status: str = "finished", **fields):
-        defaults = {"task": task, "prompt": task.prompt, "owner": user, "status": status, "seed": next(_counter)}
+        defaults = {"task": task, "prompt": task.prompt, "owner": user, "project": project, "status": status,
+                    "seed": next(_counter)}
         defaults.update(fields)
         run = Run.objects.create(**defaults)
         kinds = ("thought", "action", "observation")
@@ -95,7 +123,7 @@ def worker(transactional_db, sim_url, settings):
 
 
 @pytest.fixture
-def looping_run(db, user):
+def looping_run(db, user, project):
     """A finished sim run (in-process transport) that rephrases the same empty
     search in circles under the default policy, so the watchdog interrupts it."""
     from django.core.management import call_command
@@ -111,5 +139,6 @@ def looping_run(db, user):
                             temperature=0.5, max_steps=12, max_tokens=50_000, seed=3,
                             settings={"sim": {"rephrase": 1.0, "ignore_hint": 0.0, "forget": 0, "early_finish": 0,
                                               "wrong_premise": 0}},
-                            policy=Policy.objects.get(name="default"))
-    return execution.run_execute(run_id=services.run_create(owner=user, spec=spec).pk, client=sim_client())
+                            policy=Policy.objects.get(project__slug="demo", name="default"))
+    return execution.run_execute(run_id=services.run_create(owner=user, project=project, spec=spec).pk,
+                                 client=sim_client())

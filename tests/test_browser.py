@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from runs.launch.models import Run
+from tests.projects import team
 from tests.servers import start_sim_server, start_worker, stop
 from tracing.models import Step
 
@@ -87,11 +88,13 @@ def test_a_user_starts_a_run_and_watches_its_steps_arrive(stack, page):
 def test_a_step_with_markup_is_shown_as_text_in_the_browser(live_server, page, transactional_db, django_user_model):
     from django.contrib.auth import get_user_model
 
+    from agentlab.projects.models import Membership
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord
 
-    get_user_model().objects.create_user("eve", password="pw")
-    run = Run.objects.create(prompt="x", status="finished")
+    eve = get_user_model().objects.create_user("eve", password="pw")
+    Membership.objects.create(user=eve, project=team(), role="viewer")
+    run = Run.objects.create(project=team(), prompt="x", status="finished")
     record_step(run.pk, StepRecord(index=0, kind="observation", text="<script>window.pwned=1</script><b>bold</b>"))
     page.goto(f"{live_server.url}/accounts/login/?next=/runs/{run.pk}/")
     page.fill("#id_username", "eve")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from tests.projects import team
 from tests.runs.reviews.test_reviews_helpers import interrupted_run
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -241,8 +242,10 @@ def test_the_policy_editor_is_a_form_with_field_errors(live_server, open_as, use
     from django.core.management import call_command
 
     from runs.policies.models import Policy
+    from runs.policies.services import builtin_policies_load
 
     call_command("loaddemo", verbosity=0)
+    builtin_policies_load(project_id=team().pk)  # alice's project: she is its admin
     page = open_as(user)
     page.goto(f"{live_server.url}/policies/")
     off = page.locator("tr:has(code:text-is('off'))")
@@ -279,8 +282,8 @@ def test_the_trade_off_chart_spreads_its_points_and_shows_its_titles(live_server
     values = [6, 8, 10, 12, 14]
     rows = [result_row(v, stopped=s, interrupted=5, justified=(1, 2)) for v, s in zip(values, (3, 4, 2, 1, 1),
                                                                                         strict=True)]
-    job = WhatIfJob.objects.create(key="k", created_by=user, policies=[{}] * 5, sweep_path="ladder.stop_streak",
-                                   sweep_values=values, snapshot_at=timezone.now(), status="done", result=rows,
+    job = WhatIfJob.objects.create(project=team(), key="k", created_by=user, policies=[{}] * 5,
+                                   sweep_path="ladder.stop_streak", sweep_values=values, snapshot_at=timezone.now(), status="done", result=rows,
                                    total_runs=30, done_runs=30, duration_s=0.1)
     for width in (1440, 390):
         page = open_as(user, width)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from runs.imports.services import import_lines
 from runs.launch.models import Run
+from tests.projects import project_of, team
 from tracing.ingest.writes import token_create
 from tracing.models import Step
 from tracing.steps import KINDS, ROLES
@@ -133,7 +134,7 @@ def _assert_whole() -> None:
 def test_the_jsonl_import_reports_or_imports_every_line_whole(user, batch):
     with transaction.atomic():
         encoded = [line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line for line in batch]
-        result = import_lines(encoded, owner=user)
+        result = import_lines(encoded, project_id=project_of(user).pk, owner=user)
         event(f"runs imported: {min(len(result.run_ids), 2)}+")
         reported = {lineno for lineno, _ in result.errors}
         assert all(isinstance(message, str) and message for _, message in result.errors)
@@ -145,7 +146,7 @@ def test_the_jsonl_import_reports_or_imports_every_line_whole(user, batch):
 
 @pytest.fixture
 def token(user):
-    return token_create(user=user, name="props")[1]
+    return token_create(user=user, project_id=project_of(user).pk, name="props")[1]
 
 
 bodies = st.one_of(
@@ -164,7 +165,7 @@ bodies = st.one_of(
 @given(body=bodies)
 def test_the_step_api_answers_junk_with_a_4xx_and_writes_nothing(client, user, token, body):
     with transaction.atomic():
-        run = Run.objects.create(owner=user, prompt="p", provider="import", source="api", status="running")
+        run = Run.objects.create(project=team(), owner=user, prompt="p", provider="import", source="api", status="running")
         raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
         response = client.generic("POST", f"/api/runs/{run.pk}/steps", raw, content_type="application/json",
                                   HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -19,6 +19,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from agentlab.projects import current
+from agentlab.projects.models import Role
 from tracing.ingest import services
 from tracing.ingest.jsonapi import ApiError, load_json, parse_finish, parse_runs, parse_steps
 from tracing.ingest.openapi import openapi_spec
@@ -45,15 +47,15 @@ def _error(message: str, status: int) -> JsonResponse:
     return response
 
 
-def _authenticate(request: HttpRequest):
+def _authenticate(request: HttpRequest) -> ApiToken:
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError("missing bearer token: send 'Authorization: Bearer <token>'", 401)
-    user = token_user(token.strip())
-    if user is None:
+    found = token_user(token.strip())
+    if found is None:
         raise ApiError("unknown or revoked token", 401)
-    return user
+    return found
 
 
 def _read_body(request: HttpRequest) -> bytes:
@@ -94,14 +96,16 @@ def _json_request(request: HttpRequest):
 
 
 def api_endpoint(view: Callable) -> Callable:
-    """Bearer auth, ApiError -> a JSON error body, CSRF exemption."""
+    """Bearer auth, ApiError -> a JSON error body, CSRF exemption. The view
+    gets the token: its user owns what it writes, its project bounds what it
+    reads and writes."""
 
     @csrf_exempt
     @wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         try:
-            user = _authenticate(request)
-            return view(request, user, *args, **kwargs)
+            token = _authenticate(request)
+            return view(request, token, *args, **kwargs)
         except ApiError as exc:
             return _error(str(exc), exc.status)
 
@@ -123,16 +127,17 @@ def _run_summary(run) -> dict:
 
 @require_POST
 @api_endpoint
-def runs_create(request: HttpRequest, user) -> HttpResponse:
+def runs_create(request: HttpRequest, token: ApiToken) -> HttpResponse:
     requests = parse_runs(_json_request(request))
-    results = services.runs_ingest(owner=user, requests=requests)
+    results = services.runs_ingest(owner=token.user, project_id=token.project_id, requests=requests)
     return JsonResponse({"runs": [r.as_dict() for r in results]}, status=201)
 
 
 @require_GET
 @api_endpoint
-def run_show(request: HttpRequest, user, run_id: int) -> HttpResponse:
-    run = get_run_model().objects.filter(pk=run_id, owner=user).first()
+def run_show(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
+    # Any run of the token's project (a team reads its runs); another project's is a 404.
+    run = get_run_model().objects.filter(pk=run_id, project_id=token.project_id).first()
     if run is None:
         raise ApiError(f"run {run_id} not found", 404)
     return JsonResponse(_run_summary(run))
@@ -140,22 +145,22 @@ def run_show(request: HttpRequest, user, run_id: int) -> HttpResponse:
 
 @require_POST
 @api_endpoint
-def run_steps(request: HttpRequest, user, run_id: int) -> HttpResponse:
+def run_steps(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
     body = _json_request(request)
     if not isinstance(body, dict) or "steps" not in body:
         raise ApiError('the body must be an object {"steps": [...]}')
     if body.keys() - {"steps"}:
         raise ApiError(f"the body has unknown field(s): {', '.join(sorted(body.keys() - {'steps'}))}")
     steps = parse_steps(body["steps"])
-    appended = services.run_append(owner=user, run_id=run_id, steps=steps)
+    appended = services.run_append(owner=token.user, project_id=token.project_id, run_id=run_id, steps=steps)
     return JsonResponse({"run": run_id, "written": appended.written, "duplicates": appended.duplicates})
 
 
 @require_POST
 @api_endpoint
-def run_finish(request: HttpRequest, user, run_id: int) -> HttpResponse:
+def run_finish(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
     finish = parse_finish(_json_request(request))
-    run = services.run_finish_api(owner=user, run_id=run_id, finish=finish)
+    run = services.run_finish_api(owner=token.user, project_id=token.project_id, run_id=run_id, finish=finish)
     return JsonResponse(_run_summary(run))
 
 
@@ -207,7 +212,7 @@ def otlp_traces(request: HttpRequest) -> HttpResponse:
     content_type = request.content_type or ""
     proto = content_type in (PROTOBUF, "application/protobuf")
     try:
-        user = _authenticate(request)
+        token = _authenticate(request)
         if not proto and content_type != "application/json":
             raise ApiError(f"Content-Type must be {PROTOBUF} or application/json, not {content_type or 'missing'}",
                            415)
@@ -219,11 +224,13 @@ def otlp_traces(request: HttpRequest) -> HttpResponse:
         # A backfill may defer the per-run analysis (`manage.py analyse --source otlp` later).
         analyse = request.headers.get("X-Agentlab-Analyse", "true").strip().lower() not in ("false", "0", "no")
         try:
-            result = services.otlp_ingest(owner=user, spans=spans, analyse=analyse)
+            result = services.otlp_ingest(owner=token.user, project_id=token.project_id, spans=spans,
+                                          analyse=analyse)
         except IntegrityError:
             # Two requests created the same trace's run at once; the second
             # attempt finds it and appends.
-            result = services.otlp_ingest(owner=user, spans=spans, analyse=analyse)
+            result = services.otlp_ingest(owner=token.user, project_id=token.project_id, spans=spans,
+                                          analyse=analyse)
     except ApiError as exc:
         return _otlp_reply(proto, exc.status, str(exc))
     return _otlp_reply(proto, 200, result.message(), rejected=result.rejected)
@@ -240,6 +247,9 @@ def openapi(request: HttpRequest) -> JsonResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def token_list(request: HttpRequest) -> HttpResponse:
+    """The current project's tokens (project admins): each is one member's, and
+    what it sends lands in the project as that member's runs."""
+    admin = current.require_role(request, Role.ADMIN)
     created = None
     error = ""
     if request.method == "POST":
@@ -247,11 +257,11 @@ def token_list(request: HttpRequest) -> HttpResponse:
         if not name or len(name) > 100:
             error = "Give the token a name of 1 to 100 characters."
         else:
-            token, plain = token_create(user=request.user, name=name)
+            token, plain = token_create(user=request.user, project_id=admin.project_id, name=name)
             created = {"token": token, "plain": plain}
-    tokens = ApiToken.objects.filter(user=request.user)
+    tokens = ApiToken.objects.filter(project_id=admin.project_id).select_related("user")
     return render(request, "tracing/tokens.html", {
-        "tokens": tokens, "created": created, "error": error,
+        "tokens": tokens, "project": admin.project, "created": created, "error": error,
         "otlp_url": request.build_absolute_uri("/v1/traces"),
     }, status=400 if error else 200)
 
@@ -259,7 +269,8 @@ def token_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
-    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    admin = current.require_role(request, Role.ADMIN)
+    token = get_object_or_404(ApiToken, pk=token_id, project_id=admin.project_id)
     token_revoke(token=token)
     messages.success(request, f"Token {token.name} revoked.")
     return redirect("tracing:tokens")

@@ -6,6 +6,7 @@ from django.apps import apps
 from django.conf import settings
 from django.db import models
 
+from agentlab.projects.models import Project
 from tracing.steps import ROLES, is_reply
 from tracing.steps import Step as StepRecord
 
@@ -105,13 +106,15 @@ class Step(models.Model):
 
 
 class ApiToken(models.Model):
-    """A per-user bearer token for the ingestion API and OTLP.
+    """A bearer token of one user in one project, for the ingestion API and OTLP.
 
     Only the SHA-256 of the token is stored: a leaked database does not leak
     working tokens. The prefix is kept so a user can tell tokens apart.
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    # Runs sent with the token land in this project, and it reads only this project's runs.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=16)
@@ -145,6 +148,8 @@ class ExternalRun(models.Model):
         API = "api"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # The run's project, copied: the sender's ids are unique within a project.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
     source = models.CharField(max_length=8, choices=Source.choices)
     external_id = models.CharField(max_length=200)
     run = models.OneToOneField(RUN_MODEL, on_delete=models.CASCADE, related_name="external")
@@ -154,7 +159,7 @@ class ExternalRun(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["owner", "source", "external_id"], name="external_run_uniq"),
+            models.UniqueConstraint(fields=["project", "owner", "source", "external_id"], name="external_run_uniq"),
         ]
 
     def __str__(self) -> str:

@@ -13,7 +13,7 @@ from collections import Counter
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
@@ -136,7 +136,7 @@ def compare_runs(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def compare_group(request: HttpRequest, group_id: int) -> HttpResponse:
-    group = get_object_or_404(RerunGroup, pk=group_id)
+    group = access.group_for(request, group_id)
     runs = list(access.runs_for(request).select_related("task", "policy")
                 .filter(group=group).order_by("created_at", "id")[: MAX_RUNS + 1])
     if len(runs) > MAX_RUNS:
@@ -209,11 +209,12 @@ def compare_diff(request: HttpRequest) -> HttpResponse:
 @require_POST
 def compare_save(request: HttpRequest) -> HttpResponse:
     """Save a selection as a RerunGroup; the runs move into it (a run has one group)."""
+    access.require_reviewer(request)
     try:
         runs = _selection(request, request.POST.getlist("runs"))
     except SelectionError as exc:
         return _error(request, str(exc))
-    group, moved = group_save(owner=request.user, runs=runs, name=request.POST.get("name", "").strip())
+    group, moved = group_save(owner=request.user, project_id=access.project_id(request), runs=runs, name=request.POST.get("name", "").strip())
     note = f" ({moved} of them left their previous group)" if moved else ""
     messages.success(request, f"Saved {len(runs)} runs as {group}{note}.")
     return redirect("compare:group", group_id=group.pk)

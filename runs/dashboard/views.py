@@ -18,7 +18,6 @@ from runs.dashboard import selectors as dashboard
 from runs.dashboard.forms import DashboardForm
 from runs.failures.selectors import breakdown as layer_breakdown
 from runs.launch import access
-from runs.launch.models import Task
 from runs.launch.selectors import RunFilters, runs_filtered
 
 _LEGEND = {"orientation": "h", "y": -0.3}
@@ -187,7 +186,7 @@ def dashboard_page(request: HttpRequest) -> HttpResponse:
     if request.GET:
         form = DashboardForm(request.GET)
         if not form.is_valid():
-            return render(request, "dashboard/page.html", {"form": form, "tasks": Task.objects.only("slug")},
+            return render(request, "dashboard/page.html", {"form": form, "tasks": access.tasks_for(request).only("slug")},
                           status=400)
     else:
         since, until = dashboard.default_period()
@@ -206,7 +205,7 @@ def dashboard_page(request: HttpRequest) -> HttpResponse:
             return HttpResponse(f"export must be one of {', '.join(CSV_TABLES)}", status=400,
                                 content_type="text/plain; charset=utf-8")
         return _csv(export, data)
-    context = {"form": form, "filters": f, "run_list_url": _runs_url(f), "tasks": Task.objects.only("slug"),
+    context = {"form": form, "filters": f, "run_list_url": _runs_url(f), "tasks": access.tasks_for(request).only("slug"),
                "charts": _charts(f, data), "query": request.GET.urlencode(), "K": dashboard.DASHBOARD_K,
                "breakdown": layer_breakdown(qs), **data}
     return render(request, "dashboard/page.html", context)

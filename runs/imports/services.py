@@ -92,12 +92,13 @@ def source_of(traj: Trajectory, source: str) -> str:
     return clean_text(source or traj.source or "import")[:SOURCE_CHARS]
 
 
-def _new_run(traj: Trajectory, *, owner, source: str, run_key: str, report) -> Run:
+def _new_run(traj: Trajectory, *, owner, project_id: int, source: str, run_key: str, report) -> Run:
     meta = traj.meta or {}
     status, success = status_of(traj), outcome_of(traj)
     return Run(
         prompt=clean_text(traj.task),
         owner=owner,
+        project_id=project_id,
         source=source,
         source_run_id=run_key,
         provider=Run.Provider.IMPORT,
@@ -124,11 +125,11 @@ def _new_run(traj: Trajectory, *, owner, source: str, run_key: str, report) -> R
     )
 
 
-def _existing(owner, source: str, run_id: str) -> Run | None:
-    return Run.objects.filter(owner=owner, source=source, source_run_id=run_id).only("pk").first()
+def _existing(owner, project_id: int, source: str, run_id: str) -> Run | None:
+    return Run.objects.filter(owner=owner, project_id=project_id, source=source, source_run_id=run_id).only("pk").first()
 
 
-def import_trajectory(traj: Trajectory, *, owner=None, source: str = "") -> tuple[Run, bool]:
+def import_trajectory(traj: Trajectory, *, project_id: int, owner=None, source: str = "") -> tuple[Run, bool]:
     """The run of this trajectory and whether this call created it (False: an
     earlier import did, and it is returned as it is)."""
     if len(traj.steps) > MAX_STEPS_PER_RUN:
@@ -140,13 +141,13 @@ def import_trajectory(traj: Trajectory, *, owner=None, source: str = "") -> tupl
     except ApiError as exc:
         raise TrajectoryError(str(exc)) from exc
     label, run_key = source_of(traj, source), clean_text(traj.run_id)
-    found = _existing(owner, label, run_key)
+    found = _existing(owner, project_id, label, run_key)
     if found is not None:
         return found, False
     # Signals and anchoring go into each step's meta before the insert, so an
     # imported run lands complete in one pass.
     report = analyse(traj.steps, task=traj.goal, context=traj.context or None)
-    run = _new_run(traj, owner=owner, source=label, run_key=run_key, report=report)
+    run = _new_run(traj, owner=owner, project_id=project_id, source=label, run_key=run_key, report=report)
     try:
         with transaction.atomic():
             run.save()
@@ -156,7 +157,7 @@ def import_trajectory(traj: Trajectory, *, owner=None, source: str = "") -> tupl
                 review_items_sync(run.pk)
     except IntegrityError:
         # The same line imported at the same moment by another request: theirs won.
-        found = _existing(owner, label, run_key)
+        found = _existing(owner, project_id, label, run_key)
         if found is None:
             raise
         return found, False
@@ -174,7 +175,7 @@ def _decode(raw: bytes | str) -> str:
         raise TrajectoryError(f"not UTF-8 (byte {exc.start})") from exc
 
 
-def import_lines(lines: Iterable[bytes | str], *, owner=None, source: str = "") -> ImportResult:
+def import_lines(lines: Iterable[bytes | str], *, project_id: int, owner=None, source: str = "") -> ImportResult:
     result = ImportResult()
     for lineno, raw in enumerate(lines, start=1):
         try:
@@ -182,7 +183,8 @@ def import_lines(lines: Iterable[bytes | str], *, owner=None, source: str = "") 
             if not text.strip():
                 continue
             data = loads_strict(text, "the line", "line")
-            run, created = import_trajectory(trajectory_from_dict(data), owner=owner, source=source)
+            run, created = import_trajectory(trajectory_from_dict(data), project_id=project_id, owner=owner,
+                                             source=source)
         except (TrajectoryError, ApiError) as exc:
             result.errors.append((lineno, str(exc)))
             continue

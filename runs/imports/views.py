@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from runs.imports.forms import ImportForm
 from runs.imports.services import import_lines
-from runs.launch.access import runs_for
+from runs.launch import access
 
 # A few trajectories in the import format, written for this page (not taken
 # from any data set): the page shows the first line, the link downloads all.
@@ -28,19 +28,23 @@ def _example_line() -> str:
 @login_required
 @require_http_methods(["GET", "POST"])
 def run_import(request: HttpRequest) -> HttpResponse:
+    project = access.project(request)
+    if request.method == "POST":
+        access.require_reviewer(request)
     form = ImportForm(request.POST or None, request.FILES or None)
     result = None
     status = 200
     if request.method == "POST":
         if form.is_valid():
-            result = import_lines(form.cleaned_data["file"], owner=request.user, source=form.cleaned_data["source"])
+            result = import_lines(form.cleaned_data["file"], project_id=project.pk, owner=request.user,
+                                  source=form.cleaned_data["source"])
             status = 200 if result.run_ids or result.existing or not result.errors else 400
         else:
             status = 400
     runs = []
     if result:
         existing = {run_id for _, run_id in result.existing}
-        runs = list(runs_for(request).filter(pk__in=[*result.run_ids, *existing]).order_by("pk")[:RUNS_SHOWN])
+        runs = list(access.runs_for(request).filter(pk__in=[*result.run_ids, *existing]).order_by("pk")[:RUNS_SHOWN])
         for run in runs:
             run.already_imported = run.pk in existing
     return render(request, "imports/page.html",

@@ -54,11 +54,13 @@ class NewRunForm(forms.Form):
     SIM_KNOBS = ("forget", "rephrase", "wrong_premise", "early_finish", "ignore_hint")
     FAULTS = ("timeout", "http500", "empty", "junk")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project_id: int | None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["policy"].queryset = Policy.objects.latest_versions()
+        self.fields["task"].queryset = Task.objects.for_project(project_id)
+        policies = Policy.objects.for_project(project_id).latest_versions()
+        self.fields["policy"].queryset = policies
         if not self.is_bound and "policy" not in self.initial:
-            self.initial["policy"] = Policy.objects.latest_versions().filter(name="default").first()
+            self.initial["policy"] = policies.filter(name="default").first()
 
     def clean(self):
         data = super().clean()

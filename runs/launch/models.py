@@ -10,9 +10,15 @@ from django.db.models import F, Q
 from django.db.models.fields.json import KeyTextTransform
 from django.urls import reverse
 
+from agentlab.projects.models import Project
 from runs.policies.models import Policy
 from tracing.normalize import search_tokens
 from tracing.steps import Trajectory
+
+
+class TaskQuerySet(models.QuerySet):
+    def for_project(self, project_id: int | None) -> TaskQuerySet:
+        return self.filter(Q(project_id=project_id) | Q(project__isnull=True))
 
 
 class Task(models.Model):
@@ -30,6 +36,10 @@ class Task(models.Model):
     suite = models.CharField(max_length=50, default="builtin")
     lang = models.CharField(max_length=8, default="en")
     trap = models.CharField(max_length=200, blank=True)
+    # No project: a shared built-in task every project may run.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="tasks")
+
+    objects = TaskQuerySet.as_manager()
 
     class Meta:
         ordering = ["suite", "slug"]
@@ -92,6 +102,7 @@ class RerunGroup(models.Model):
 
     name = models.CharField(max_length=200, blank=True)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="groups")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -99,10 +110,10 @@ class RerunGroup(models.Model):
 
 
 class RunQuerySet(models.QuerySet):
-    def for_user(self, user) -> RunQuerySet:
-        # Every signed-in user sees every run: agentlab is a team tool. Kept as
-        # one place to narrow it when teams arrive.
-        return self
+    def for_project(self, project_id: int | None) -> RunQuerySet:
+        # Who may see which project is decided in runs.launch.access, the one
+        # gate the views ask; this only narrows.
+        return self.filter(project_id=project_id) if project_id is not None else self.none()
 
     def live(self) -> RunQuerySet:
         return self.filter(status__in=Run.LIVE_STATUSES)
@@ -141,6 +152,8 @@ class Run(models.Model):
     prompt = models.TextField()
     group = models.ForeignKey(RerunGroup, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    # PROTECT: a project's runs go before the project does, never silently with it.
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="runs")
     source = models.CharField(max_length=40, default="agentlab")
     # A fork continues `parent` from its step `fork_from`: the parent's steps
     # with index < fork_from are read from the parent (never copied); the
@@ -218,6 +231,8 @@ class Run(models.Model):
         indexes = [
             # The run list: newest first, keyset on (created_at, id).
             models.Index(fields=["-created_at", "-id"], name="run_list_idx"),
+            # Every list is a project's: newest first within it.
+            models.Index(fields=["project", "-created_at", "-id"], name="run_project_list_idx"),
             # The list sorted by size: keysets on (steps, id) and (tokens, id).
             models.Index(fields=["step_count", "id"], name="run_steps_idx"),
             models.Index(models.F("prompt_tokens") + models.F("completion_tokens"), "id", name="run_tokens_idx"),
@@ -236,10 +251,10 @@ class Run(models.Model):
             models.Index(fields=["status"], name="run_live_idx", condition=Q(status__in=["queued", "running"])),
         ]
         constraints = [
-            # One run per (owner, source, id in the file): imports are idempotent.
+            # One run per (project, owner, source, id in the file): imports are idempotent.
             # NULLS NOT DISTINCT: runs imported without an owner (the command
             # line) deduplicate among themselves too.
-            models.UniqueConstraint(fields=["owner", "source", "source_run_id"], name="run_source_run_uniq",
+            models.UniqueConstraint(fields=["project", "owner", "source", "source_run_id"], name="run_source_run_uniq",
                                     condition=~Q(source_run_id=""), nulls_distinct=False),
             models.CheckConstraint(condition=Q(parent__isnull=True) | Q(fork_from__isnull=False), name="run_fork_has_step"),
             models.CheckConstraint(condition=Q(max_steps__gte=1) & Q(max_steps__lte=1000), name="run_max_steps_range"),

@@ -65,7 +65,7 @@ def _forget(runs: Sequence[Run], group: RerunGroup | None) -> None:
         group.delete()
 
 
-def runs_launch(*, owner, spec: RunSpec, reruns: int = 1) -> list[Run]:
+def runs_launch(*, owner, project, spec: RunSpec, reruns: int = 1) -> list[Run]:
     """Create `reruns` queued runs (one group when more than one) and enqueue them.
 
     Runs are committed before their messages are sent, so a worker never looks
@@ -76,15 +76,15 @@ def runs_launch(*, owner, spec: RunSpec, reruns: int = 1) -> list[Run]:
         group = None
         if reruns > 1:
             title = spec.task.slug if spec.task else spec.prompt[:60]
-            group = RerunGroup.objects.create(name=f"{title} × {reruns}", owner=owner)
-        runs = [_new_run(owner=owner, spec=spec, group=group, offset=i) for i in range(reruns)]
+            group = RerunGroup.objects.create(name=f"{title} × {reruns}", owner=owner, project=project)
+        runs = [_new_run(owner=owner, project=project, spec=spec, group=group, offset=i) for i in range(reruns)]
         Run.objects.bulk_create(runs)
     for sent, run in enumerate(runs):
         run_enqueue(run=run, undo=partial(_forget, runs[sent:], group if sent == 0 else None))
     return runs
 
 
-def _new_run(*, owner, spec: RunSpec, group: RerunGroup | None = None, offset: int = 0) -> Run:
+def _new_run(*, owner, project, spec: RunSpec, group: RerunGroup | None = None, offset: int = 0) -> Run:
     # Reruns differ by seed; an explicit seed makes the group reproducible.
     seed = spec.seed + offset if spec.seed is not None else uuid.uuid4().int % 2**31
     return Run(
@@ -92,6 +92,7 @@ def _new_run(*, owner, spec: RunSpec, group: RerunGroup | None = None, offset: i
         prompt=spec.prompt,
         group=group,
         owner=owner,
+        project=project,
         provider=spec.provider,
         model_name=spec.model_name,
         base_url=spec.base_url,
@@ -106,9 +107,9 @@ def _new_run(*, owner, spec: RunSpec, group: RerunGroup | None = None, offset: i
     )
 
 
-def run_create(*, owner, spec: RunSpec) -> Run:
+def run_create(*, owner, project, spec: RunSpec) -> Run:
     """One queued run without a message: for callers that execute it themselves."""
-    run = _new_run(owner=owner, spec=spec)
+    run = _new_run(owner=owner, project=project, spec=spec)
     run.save()
     return run
 
@@ -156,7 +157,8 @@ def fork_create(*, parent: Run, fork_from: int, owner=None, policy: Policy | Non
     history_turns = sum(1 for s in parent_steps if s.index < fork_from and s.completion_tokens)
     with transaction.atomic():
         fork = Run.objects.create(
-            task=parent.task, prompt=parent.prompt, owner=owner, parent=parent, fork_from=fork_from,
+            task=parent.task, prompt=parent.prompt, owner=owner, project_id=parent.project_id, parent=parent,
+            fork_from=fork_from,
             provider=parent.provider, model_name=parent.model_name, base_url=parent.base_url, mode=parent.mode,
             temperature=parent.temperature, max_steps=min(1000, history_turns + turns),
             max_tokens=parent.max_tokens + 50_000, seed=parent.seed,

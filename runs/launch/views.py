@@ -96,7 +96,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "next_query": next_query,
         "more_id": MORE_ROWS_ID,
         "sort_links": _sort_links(request, sort),
-        "tasks": Task.objects.only("slug"),
+        "tasks": access.tasks_for(request).only("slug"),
         "now": timezone.now(),
         "live_ids": [run.pk for run in runs if run.is_live],
         "live_every": LIVE_ROWS_EVERY,
@@ -154,7 +154,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     inherited = trajectory(run, hi=run.fork_from - 1, limit=MAX_INITIAL_STEPS) if run.parent_id else []
     steps = trajectory(run, lo=run.fork_from or 0, limit=max(STEPS_PER_PAGE, upto))
     return render(request, "launch/detail.html",
-                  {**_timeline_context(run, steps), "inherited": inherited, "pressure": _pressure(run)})
+                  {**_timeline_context(run, steps), "inherited": inherited, "pressure": _pressure(run),
+                   "can_stop": access.can_stop(request, run)})
 
 
 @login_required
@@ -217,7 +218,7 @@ def run_steps(request: HttpRequest, run_id: int) -> HttpResponse:
     except ValueError:
         return HttpResponse("after must be an integer step index", status=400, content_type="text/plain; charset=utf-8")
     steps = steps_after(run, after, STEPS_PER_PAGE)
-    context = _timeline_context(run, steps)
+    context = {**_timeline_context(run, steps), "can_stop": access.can_stop(request, run)}
     if not steps:
         context["cursor"] = after
     response = render(request, "launch/_steps_poll.html", context)
@@ -251,17 +252,21 @@ def _spec(form: NewRunForm) -> services.RunSpec:
 @login_required
 @require_http_methods(["GET", "POST"])
 def run_new(request: HttpRequest) -> HttpResponse:
+    project = access.project(request)
+    if request.method == "POST":
+        access.require_reviewer(request)
     initial = {}
     if request.method == "GET" and request.GET.get("task"):
-        task = Task.objects.filter(slug=request.GET["task"]).first()
+        task = access.tasks_for(request).filter(slug=request.GET["task"]).first()
         if task is None:
             raise Http404("unknown task")
         initial["task"] = task
-    form = NewRunForm(request.POST or None, initial=initial)
+    form = NewRunForm(request.POST or None, initial=initial, project_id=project.pk)
     if request.method == "POST" and form.is_valid():
         spec = _spec(form)
         try:
-            runs = services.runs_launch(owner=request.user, spec=spec, reruns=form.cleaned_data["reruns"])
+            runs = services.runs_launch(owner=request.user, project=project, spec=spec,
+                                        reruns=form.cleaned_data["reruns"])
         except QueueUnavailable as exc:
             form.add_error(None, f"{exc}. Nothing was queued; try again when the queue is back.")
         else:
@@ -278,9 +283,11 @@ def run_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def run_stop(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = services.run_stop(run=access.run_for(request, run_id, "task", "policy"))
+    run = access.run_for(request, run_id, "task", "policy")
+    access.require_stop(request, run)
+    run = services.run_stop(run=run)
     if request.htmx:
-        return render(request, "launch/_run_header.html", {"run": run})
+        return render(request, "launch/_run_header.html", {"run": run, "can_stop": True})
     return redirect(run)
 
 
@@ -333,8 +340,12 @@ def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
 class StepForkForm(forms.Form):
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 10, "class": "mono"}), max_length=50_000,
                            strip=False)
-    policy = forms.ModelChoiceField(queryset=Policy.objects.all(), required=False, empty_label="watchdog off")
+    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="watchdog off")
     turns = forms.IntegerField(min_value=1, max_value=services.FORK_MAX_TURNS, initial=services.FORK_DEFAULT_TURNS)
+
+    def __init__(self, *args, policies, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["policy"].queryset = policies
 
 
 @login_required
@@ -348,7 +359,7 @@ def run_fork_edited(request: HttpRequest, run_id: int, index: int) -> HttpRespon
     status = 200
     if request.method == "POST":
         access.require_reviewer(request)
-        form = StepForkForm(request.POST)
+        form = StepForkForm(request.POST, policies=access.policies_for(request))
         if form.is_valid():
             try:
                 fork = services.fork_create(parent=run, fork_from=index, owner=request.user,
@@ -362,6 +373,7 @@ def run_fork_edited(request: HttpRequest, run_id: int, index: int) -> HttpRespon
                 return redirect(fork)
         status = 400
     else:
-        form = StepForkForm(initial={"text": step.text, "policy": run.policy, "turns": services.FORK_DEFAULT_TURNS})
+        form = StepForkForm(initial={"text": step.text, "policy": run.policy, "turns": services.FORK_DEFAULT_TURNS},
+                            policies=access.policies_for(request))
     return render(request, "launch/step_fork.html",
                   {"run": run, "step": step, "form": form, "can_label": access.is_reviewer(request)}, status=status)

@@ -4,30 +4,32 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from runs.launch import access
 from runs.policies.forms import PolicyForm, initial_of
-from runs.policies.models import Policy
-from runs.policies.services import PolicyExists, policy_config, policy_version_save
+from runs.policies.services import PolicyExists, PolicyProtected, policy_config, policy_version_save
 from tracing.watchdog import DEFAULT_POLICY
 
 
 @login_required
 @require_GET
 def policy_list(request: HttpRequest) -> HttpResponse:
-    policies = Policy.objects.select_related("created_by").order_by("name", "-version")
-    return render(request, "policies/list.html", {"policies": policies})
+    policies = access.policies_for(request).select_related("created_by").order_by("name", "-version")
+    return render(request, "policies/list.html", {"policies": policies, "can_edit": access.is_admin(request)})
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def policy_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
-    current = Policy.objects.filter(name=name).order_by("-version").first() if name else None
+    # Project admins only, to read the editor too: it is a form to submit.
+    project = access.require_admin(request).project
+    current = access.policies_for(request).filter(name=name).order_by("-version").first() if name else None
     if name and current is None:
-        current = get_object_or_404(Policy, name=name)
+        raise Http404(f"no policy {name!r} in {project}")
     policy = current.as_policy() if current is not None else DEFAULT_POLICY
     initial = initial_of(policy_config(policy))
     if current is not None:
@@ -36,10 +38,12 @@ def policy_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             saved = policy_version_save(
-                name=form.cleaned_data["name"] if current is None else current.name,
+                project_id=project.pk, name=form.cleaned_data["name"] if current is None else current.name,
                 config=form.cleaned_data["policy"].to_dict(), description=form.cleaned_data["description"],
                 created_by=request.user, new=current is None,
             )
+        except PolicyProtected as exc:
+            form.add_error("enabled", str(exc))
         except PolicyExists:
             form.add_error("name", "A policy with this name exists; edit it to save a new version.")
         except IntegrityError:

@@ -24,5 +24,9 @@ class QueueFilterForm(forms.Form):
 
 
 class ForkForm(forms.Form):
-    policy = forms.ModelChoiceField(queryset=Policy.objects.all(), required=False, empty_label="watchdog off")
+    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="watchdog off")
     turns = forms.IntegerField(min_value=1, max_value=FORK_MAX_TURNS, initial=FORK_DEFAULT_TURNS, required=False)
+
+    def __init__(self, *args, policies, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["policy"].queryset = policies

@@ -21,11 +21,9 @@ from django_htmx.http import HttpResponseStopPolling
 from runs import charts
 from runs.csv_cells import safe_cell
 from runs.launch import access
-from runs.launch.models import Task
 from runs.launch.selectors import trajectory
 from runs.launch.services import FORK_DEFAULT_TURNS, FORK_MAX_TURNS, ForkError
 from runs.paging import keyset_page
-from runs.policies.models import Policy
 from runs.queue import QueueUnavailable
 from runs.reviews.forms import ForkForm, QueueFilterForm
 from runs.reviews.models import ForkOutcome, ReviewItem, ReviewLabel
@@ -112,8 +110,8 @@ def queue(request: HttpRequest) -> HttpResponse:
     selected = request.GET.get("item", "")
     context.update({
         "detectors": DETECTORS,
-        "policies": list(Policy.objects.order_by("name", "version").values_list("name", "version")),
-        "tasks": Task.objects.only("slug").order_by("slug"),
+        "policies": list(access.policies_for(request).order_by("name", "version").values_list("name", "version")),
+        "tasks": access.tasks_for(request).only("slug").order_by("slug"),
         # Only "run/step" reaches the attribute the pane loads from.
         "selected": selected if re.fullmatch(r"\d+/\d+", selected) else "",
     })
@@ -134,7 +132,7 @@ def _item_context(request: HttpRequest, item: ReviewItem) -> dict:
         "hidden_after": max(0, (run.fork_from or 0) + run.step_count - 1 - item.step_index - STEPS_AFTER),
         **_label_context(request, item),
         **_fork_context(item),
-        **_fork_form_context(),
+        **_fork_form_context(request),
     }
 
 
@@ -164,8 +162,8 @@ def _fork_context(item: ReviewItem, after: int | None = None) -> dict:
     }
 
 
-def _fork_form_context() -> dict:
-    return {"policies": list(Policy.objects.order_by("name", "-version")),
+def _fork_form_context(request: HttpRequest) -> dict:
+    return {"policies": list(access.policies_for(request).order_by("name", "-version")),
             "default_turns": FORK_DEFAULT_TURNS, "max_turns": FORK_MAX_TURNS}
 
 
@@ -201,7 +199,7 @@ def item_label(request: HttpRequest, run_id: int, index: int) -> HttpResponse:
 def item_fork(request: HttpRequest, run_id: int, index: int) -> HttpResponse:
     access.require_reviewer(request)
     item = _get_item(request, run_id, index, "run")
-    form = ForkForm(request.POST)
+    form = ForkForm(request.POST, policies=access.policies_for(request))
     if not form.is_valid():
         return _bad_request("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
     try:
@@ -214,7 +212,7 @@ def item_fork(request: HttpRequest, run_id: int, index: int) -> HttpResponse:
     if not request.htmx:
         return redirect(reverse("reviews:item", args=[run_id, index]))
     item = ReviewItem.objects.select_related("fork", "fork__policy").get(pk=item.pk)
-    return render(request, "reviews/_fork.html", {**_fork_context(item), **_fork_form_context(), "can_label": True})
+    return render(request, "reviews/_fork.html", {**_fork_context(item), **_fork_form_context(request), "can_label": True})
 
 
 @login_required

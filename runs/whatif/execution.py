@@ -31,7 +31,7 @@ def whatif_execute(job_id: int) -> WhatIfJob:
     started = time.perf_counter()
     try:
         policies = [WatchdogPolicy.from_dict(c) for c in job.policies]
-        runs = snapshot_runs(job.filters, job.created_by).filter(id__lte=job.snapshot_max_run,
+        runs = snapshot_runs(job.filters, job.project_id).filter(id__lte=job.snapshot_max_run,
                                                                  finished_at__lte=job.snapshot_at)
         goals = _goals(runs)
         labels = {int(k): [(s, lab) for s, lab in v] for k, v in job.labels.items()}

@@ -24,9 +24,9 @@ class WhatIfForm(forms.Form):
     model = forms.CharField(required=False, max_length=120)
     source = forms.CharField(required=False, max_length=40)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project_id: int | None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["policy"].queryset = Policy.objects.latest_versions()
+        self.fields["policy"].queryset = Policy.objects.for_project(project_id).latest_versions()
 
     def clean(self):
         data = super().clean()

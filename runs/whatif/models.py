@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from agentlab.projects.models import Project
 from runs.policies.models import Policy
 
 
@@ -25,6 +26,8 @@ class WhatIfJob(models.Model):
 
     key = models.CharField(max_length=64, unique=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    # The project whose runs it replays (part of `key`: two projects never share a cached answer).
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     base_policy = models.ForeignKey(Policy, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     # [tracing.watchdog.Policy.to_dict(), ...]: one per sweep value (or one).

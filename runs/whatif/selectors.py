@@ -10,7 +10,7 @@ from runs.launch.models import Run
 from runs.launch.selectors import RunFilters, runs_filtered
 
 
-def snapshot_runs(job_filters: dict[str, Any], user) -> QuerySet[Run]:
+def snapshot_runs(job_filters: dict[str, Any], project_id: int) -> QuerySet[Run]:
     """The finished runs of a what-if: the run filter's task / model / source,
-    over the runs its user may see."""
-    return runs_filtered(Run.objects.for_user(user), RunFilters.of(job_filters, finished=True))
+    over its project's runs."""
+    return runs_filtered(Run.objects.for_project(project_id), RunFilters.of(job_filters, finished=True))

@@ -18,14 +18,14 @@ from runs.whatif.tasks import execute_whatif
 from tracing.watchdog import Policy as WatchdogPolicy
 
 
-def whatif_create(*, user, config: dict[str, Any], sweep_path: str = "", sweep_values: list[float] | None = None,
+def whatif_create(*, user, project_id: int, config: dict[str, Any], sweep_path: str = "", sweep_values: list[float] | None = None,
                   filters: dict[str, Any] | None = None, base_policy: Policy | None = None) -> WhatIfJob:
     """Validate, fix the snapshot and return the cached job or a new queued one."""
     filters = filters or {}
     policies = (sweep_policies(config, sweep_path, sweep_values or []) if sweep_path
                 else [WatchdogPolicy.from_dict(config)])
     configs = [p.to_dict() for p in policies]
-    runs = snapshot_runs(filters, user)
+    runs = snapshot_runs(filters, project_id)
     snapshot_max = runs.aggregate(m=Max("id"))["m"] or 0
     labelled = ReviewItem.objects.filter(run__in=runs.values("id")).filter(
         label__in=[LabelState.JUSTIFIED, LabelState.WRONGLY_KILLED]
@@ -33,14 +33,15 @@ def whatif_create(*, user, config: dict[str, Any], sweep_path: str = "", sweep_v
     labels: dict[str, list] = {}
     for run_id, step, label in labelled:
         labels.setdefault(str(run_id), []).append([step, label])
-    snapshot = {"max_run": snapshot_max, "finished": runs.count(), "labels": labels, "filters": filters}
+    snapshot = {"project": project_id, "max_run": snapshot_max, "finished": runs.count(), "labels": labels,
+                "filters": filters}
     key = cache_key(configs, snapshot)
     existing = WhatIfJob.objects.filter(key=key).exclude(status=WhatIfJob.Status.ERROR).first()
     if existing is not None:
         return existing
     WhatIfJob.objects.filter(key=key, status=WhatIfJob.Status.ERROR).delete()
     job = WhatIfJob.objects.create(
-        key=key, created_by=user, base_policy=base_policy, policies=configs, sweep_path=sweep_path,
+        key=key, created_by=user, project_id=project_id, base_policy=base_policy, policies=configs, sweep_path=sweep_path,
         sweep_values=list(sweep_values or []), filters=filters, snapshot_at=timezone.now(),
         snapshot_max_run=snapshot_max, labels=labels, total_runs=snapshot["finished"],
     )

@@ -12,9 +12,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from runs import charts
+from runs.launch import access
 from runs.policies.fields import field_doc
-from runs.policies.models import Policy
-from runs.policies.services import policy_config, policy_version_save
+from runs.policies.services import PolicyProtected, policy_config, policy_version_save
 from runs.queue import QueueUnavailable
 from runs.whatif.forms import WhatIfForm
 from runs.whatif.models import WhatIfJob
@@ -26,17 +26,20 @@ from tracing.watchdog import DEFAULT_POLICY, PolicyError
 @login_required
 @require_http_methods(["GET", "POST"])
 def whatif_new(request: HttpRequest) -> HttpResponse:
+    project = access.project(request)
+    if request.method == "POST":
+        access.require_reviewer(request)
     base = None
     if request.method == "GET" and request.GET.get("policy"):
-        base = Policy.objects.filter(name=request.GET["policy"]).order_by("-version").first()
+        base = access.policies_for(request).filter(name=request.GET["policy"]).order_by("-version").first()
     initial = {"policy": base, "config": json.dumps(policy_config(base.as_policy() if base else DEFAULT_POLICY), indent=2),
                "sweep_path": "ladder.stop_streak", "sweep_values": "6, 8, 10, 12, 14"}
-    form = WhatIfForm(request.POST or None, initial=initial)
+    form = WhatIfForm(request.POST or None, initial=initial, project_id=project.pk)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             job = whatif_create(
-                user=request.user, config=data["config_obj"], sweep_path=data["sweep_path"],
+                user=request.user, project_id=project.pk, config=data["config_obj"], sweep_path=data["sweep_path"],
                 sweep_values=data["values"], base_policy=data["policy"],
                 filters={k: data[k] for k in ("task", "model", "source") if data[k]},
             )
@@ -47,7 +50,7 @@ def whatif_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, str(exc))
         else:
             return redirect("whatif_job", job_id=job.pk)
-    jobs = WhatIfJob.objects.order_by("-created_at").only("id", "created_at", "status", "sweep_path", "total_runs")[:10]
+    jobs = WhatIfJob.objects.filter(project=project).order_by("-created_at").only("id", "created_at", "status", "sweep_path", "total_runs")[:10]
     return render(request, "whatif/page.html", {"form": form, "jobs": jobs},
                   status=400 if request.method == "POST" else 200)
 
@@ -94,9 +97,10 @@ def _curve(job: WhatIfJob, rows: list[dict]) -> dict:
 @login_required
 @require_GET
 def whatif_job(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = get_object_or_404(WhatIfJob, pk=job_id)
+    job = get_object_or_404(WhatIfJob, pk=job_id, project_id=access.project_id(request))
     rows = job.result or []
     context = {"job": job, "rows": rows, "curve": _curve(job, rows) if rows else None,
+               "can_save": access.is_admin(request),
                "notes": reading(job.sweep_path, rows)}
     if request.htmx:
         response = render(request, "whatif/_result.html", context)
@@ -109,14 +113,18 @@ def whatif_job(request: HttpRequest, job_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def whatif_save(request: HttpRequest, job_id: int, position: int) -> HttpResponse:
-    """Save one replayed policy as the next version of its base policy."""
-    job = get_object_or_404(WhatIfJob, pk=job_id)
+    """Save one replayed policy as the next version of its base policy (project admins)."""
+    job = get_object_or_404(WhatIfJob, pk=job_id, project_id=access.project_id(request))
+    access.require_admin(request)
     if not 0 <= position < len(job.policies):
         return HttpResponse("no such policy in this what-if", status=404, content_type="text/plain; charset=utf-8")
     value = job.sweep_values[position] if job.sweep_values else None
-    saved = policy_version_save(
-        name=job.base_policy.name if job.base_policy else "default", config=job.policies[position],
-        description=f"from what-if {job.pk}" + (f": {job.sweep_path} = {value}" if job.sweep_path else ""),
-        created_by=request.user,
-    )
+    try:
+        saved = policy_version_save(
+            project_id=job.project_id, name=job.base_policy.name if job.base_policy else "default",
+            config=job.policies[position], created_by=request.user,
+            description=f"from what-if {job.pk}" + (f": {job.sweep_path} = {value}" if job.sweep_path else ""),
+        )
+    except PolicyProtected as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
     return redirect(f"{reverse('policy_list')}#policy-{saved.pk}")

@@ -27,9 +27,11 @@ WORKERS, THREADS = 2, 4
 
 @pytest.fixture
 def token(django_user_model, capsys):
-    django_user_model.objects.create_user("drill", password="pw")
+    from tests.projects import project_of
+
+    project_of(django_user_model.objects.create_user("drill", password="pw"))
     capsys.readouterr()
-    call_command("apitoken", "create", "--user", "drill", "--name", "drill")
+    call_command("apitoken", "create", "--user", "drill", "--name", "drill")  # its only project
     return capsys.readouterr().out.strip()
 
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from runs.launch.models import Run
 from runs.management.commands.analyse import Progress
 from runs.reviews.models import ReviewItem
+from tests.projects import team
 from tracing.models import Step
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
@@ -29,7 +30,7 @@ class Tty(io.StringIO):
 def _broken_run(**fields) -> Run:
     """A run whose thought names a birthplace no observation gives (an anchor
     break), stored with stale analysis columns."""
-    run = Run.objects.create(prompt="Where was he born?", status="finished", anchor_reason="stale",
+    run = Run.objects.create(project=team(), prompt="Where was he born?", status="finished", anchor_reason="stale",
                              anchor_evidence={"pattern": "old"}, **fields)
     record_step(run.pk, StepRecord(index=0, kind="observation", text="He was born in Calder Bay."))
     record_step(run.pk, StepRecord(index=1, kind="thought", text="He was born in Haiyan."))
@@ -83,7 +84,7 @@ def test_batches_are_bounded_by_steps_too():
     from runs.management.commands.analyse import _batches
 
     for count in (5, 5, 30, 1, 1):
-        Run.objects.create(prompt="p", status="finished", step_count=count)
+        Run.objects.create(project=team(), prompt="p", status="finished", step_count=count)
     sizes = [len(b) for b in _batches(Run.objects.all(), batch_runs=3, batch_steps=12)]
     assert sizes == [2, 1, 2]
 

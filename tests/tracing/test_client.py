@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from runs.launch.models import Run
+from tests.projects import project_of
 from tracing.client import Client, IngestError
 from tracing.ingest.writes import token_create
 from tracing.models import Step
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def client_(live_server, user):
-    return Client(live_server.url, token_create(user=user, name="client")[1], retries=1, backoff=0.01)
+    return Client(live_server.url, token_create(user=user, project_id=project_of(user).pk, name="client")[1], retries=1, backoff=0.01)
 
 
 def test_a_loop_records_a_run_in_a_few_lines(client_):

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from runs.launch.models import Run
+from tests.projects import project_of
 from tracing.ingest.jsonapi import MAX_JSON_DEPTH
 from tracing.ingest.writes import COPY_MIN_ROWS, token_create, token_revoke
 from tracing.models import ExternalRun, Step
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def token(user):
-    return token_create(user=user, name="test")[1]
+    return token_create(user=user, project_id=project_of(user).pk, name="test")[1]
 
 
 @pytest.fixture
@@ -154,7 +155,7 @@ def test_a_missing_token_is_401(api):
 
 
 def test_a_revoked_token_is_401(api, user):
-    token, plain = token_create(user=user, name="old")
+    token, plain = token_create(user=user, project_id=project_of(user).pk, name="old")
     assert api.post("/api/runs", {"prompt": "x"}, token_=plain).status_code == 201
     token_revoke(token=token)
     response = api.post("/api/runs", {"prompt": "x"}, token_=plain)
@@ -168,7 +169,7 @@ def test_a_wrong_token_is_401(api):
 
 def test_another_users_run_is_404(api, other_user):
     run_id = _create(api)["id"]
-    other = token_create(user=other_user, name="bob")[1]
+    other = token_create(user=other_user, project_id=project_of(other_user).pk, name="bob")[1]
     for response in (
         api.post(f"/api/runs/{run_id}/steps", {"steps": _steps(0, 1)}, token_=other),
         api.post(f"/api/runs/{run_id}/finish", {"status": "failed"}, token_=other),

@@ -12,6 +12,7 @@ from runs.agent.sim_server import sim_client
 from runs.agent.suite import get_task, load_documents
 from runs.agent.tools import CorpusSearch, default_tools
 from runs.launch.models import Run
+from tests.projects import project_of, team
 from tracing.ingest.writes import token_create
 from tracing.models import Step
 from tracing.recorder import Recorder
@@ -29,7 +30,7 @@ def instrumented(live_server, user):
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    token = token_create(user=user, name="openinference")[1]
+    token = token_create(user=user, project_id=project_of(user).pk, name="openinference")[1]
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
         endpoint=f"{live_server.url}/v1/traces", headers={"Authorization": f"Bearer {token}"})))
@@ -59,7 +60,7 @@ def _comparable(step: Step) -> tuple:
 def test_the_ingested_run_matches_the_native_one_step_for_step(instrumented, user, task, slug, mode, text_api,
                                                                 knobs):
     spec = get_task(slug)
-    native = Run.objects.create(task=task, prompt=spec["prompt"], owner=user, status="running", mode=mode)
+    native = Run.objects.create(project=team(), task=task, prompt=spec["prompt"], owner=user, status="running", mode=mode)
     tracer = instrumented.get_tracer("agentlab-test")
     with tracer.start_as_current_span("agentlab loop", attributes={
             "openinference.span.kind": "AGENT", "input.value": spec["prompt"], "agent.name": "agentlab"}) as root:

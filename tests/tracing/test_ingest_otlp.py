@@ -12,6 +12,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from runs.launch.models import Run
+from tests.projects import project_of
 from tracing.ingest import services
 from tracing.ingest.otlp import MAX_ATTRIBUTE_DEPTH
 from tracing.ingest.writes import token_create, token_revoke
@@ -91,7 +92,7 @@ def _agent_trace() -> list[dict]:
 
 @pytest.fixture
 def token(user):
-    return token_create(user=user, name="otlp")[1]
+    return token_create(user=user, project_id=project_of(user).pk, name="otlp")[1]
 
 
 @pytest.fixture
@@ -169,7 +170,7 @@ def test_a_late_span_is_put_back_in_order(post):
 @pytest.mark.django_db
 def test_traces_of_two_users_are_two_runs(post, other_user):
     post(_proto(_agent_trace()))
-    other = token_create(user=other_user, name="b")[1]
+    other = token_create(user=other_user, project_id=project_of(other_user).pk, name="b")[1]
     post(_proto(_agent_trace()), token_=other)
     assert ExternalRun.objects.filter(external_id=TRACE.hex()).count() == 2
     assert sorted(Run.objects.values_list("owner__username", flat=True)) == ["alice", "bob"]
@@ -226,7 +227,7 @@ def test_a_missing_token_is_401(post):
 
 @pytest.mark.django_db
 def test_a_revoked_token_is_401(post, user):
-    token, plain = token_create(user=user, name="x")
+    token, plain = token_create(user=user, project_id=project_of(user).pk, name="x")
     token_revoke(token=token)
     response = post(_proto(_agent_trace()), token_=plain, content_type="application/json")
     assert response.status_code == 401
@@ -365,7 +366,7 @@ def test_the_protobuf_exporter_of_the_sdk(live_server, user):
     from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    token = token_create(user=user, name="sdk")[1]
+    token = token_create(user=user, project_id=project_of(user).pk, name="sdk")[1]
     exporter = OTLPSpanExporter(endpoint=f"{live_server.url}/v1/traces",
                                 headers={"Authorization": f"Bearer {token}"}, compression=Compression.Gzip)
     provider = _provider(exporter)
@@ -377,7 +378,7 @@ def test_the_protobuf_exporter_of_the_sdk(live_server, user):
 def test_the_json_exporter(live_server, user):
     from opentelemetry.exporter.otlp.json.http.trace_exporter import OTLPSpanExporter
 
-    token = token_create(user=user, name="json")[1]
+    token = token_create(user=user, project_id=project_of(user).pk, name="json")[1]
     exporter = OTLPSpanExporter(endpoint=f"{live_server.url}/v1/traces", headers={"Authorization": f"Bearer {token}"})
     provider = _provider(exporter)
     _check_genai_run(_emit_genai_trace(provider))

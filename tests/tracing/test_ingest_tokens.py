@@ -7,6 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from tests.projects import project_of
 from tracing.ingest.writes import token_create, token_user
 from tracing.models import ApiToken
 
@@ -33,13 +34,13 @@ def test_a_token_needs_a_name(auth_client):
 
 
 def test_the_list_shows_only_my_tokens(auth_client, other_user):
-    token_create(user=other_user, name="bobs-secret-token")
+    token_create(user=other_user, project_id=project_of(other_user).pk, name="bobs-secret-token")
     assert b"bobs-secret-token" not in auth_client.get("/settings/tokens/").content
 
 
 def test_revoking_a_token_stops_it_working(auth_client, user):
-    token, plain = token_create(user=user, name="old")
-    assert token_user(plain) == user
+    token, plain = token_create(user=user, project_id=project_of(user).pk, name="old")
+    assert token_user(plain).user == user
     response = auth_client.post(f"/settings/tokens/{token.pk}/revoke/")
     assert response.status_code == 302
     assert token_user(plain) is None
@@ -48,9 +49,9 @@ def test_revoking_a_token_stops_it_working(auth_client, user):
 
 
 def test_another_users_token_cannot_be_revoked(auth_client, other_user):
-    token, plain = token_create(user=other_user, name="bob")
+    token, plain = token_create(user=other_user, project_id=project_of(other_user).pk, name="bob")
     assert auth_client.post(f"/settings/tokens/{token.pk}/revoke/").status_code == 404
-    assert token_user(plain) == other_user
+    assert token_user(plain).user == other_user
 
 
 def test_the_page_needs_a_login(client):
@@ -59,7 +60,7 @@ def test_the_page_needs_a_login(client):
 
 
 def test_the_last_use_is_recorded(user):
-    token, plain = token_create(user=user, name="x")
+    token, plain = token_create(user=user, project_id=project_of(user).pk, name="x")
     token_user(plain)
     token.refresh_from_db()
     assert token.last_used_at is not None
@@ -69,7 +70,7 @@ def test_the_command_prints_a_working_token(user):
     out = StringIO()
     call_command("apitoken", "create", "--user", "alice", "--name", "cli", stdout=out)
     plain = out.getvalue().strip()
-    assert plain.startswith("al_") and token_user(plain) == user
+    assert plain.startswith("al_") and token_user(plain).user == user
     listing = StringIO()
     call_command("apitoken", "list", "--user", "alice", stdout=listing)
     assert plain[:10] in listing.getvalue() and "active" in listing.getvalue()

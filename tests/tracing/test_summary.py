@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.projects import project_of
 from tracing.steps import Step
 from tracing.summary import RunSummary
 
@@ -86,7 +87,7 @@ def test_ingested_runs_get_the_same_summary_context_pressure_included(client, us
 
     if path == "append-copy":
         monkeypatch.setattr(writes, "COPY_MIN_ROWS", 2)
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {token_create(user=user, name='t')[1]}"}
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token_create(user=user, project_id=project_of(user).pk, name='t')[1]}"}
     body = {"prompt": "What is the capital of Freedonia?", "model": "m"}
     if path == "create":
         body["steps"] = _api_steps()
@@ -107,7 +108,7 @@ def test_imported_runs_get_the_same_summary(user):
 
     line = {"source": "test", "run_id": "r1", "task": "What is the capital of Freedonia?", "success": None,
             "steps": [{"content": s.pop("text"), **s} for s in _api_steps()]}
-    result = import_lines([json.dumps(line)], owner=user)
+    result = import_lines([json.dumps(line)], project_id=project_of(user).pk, owner=user)
     assert result.ok, result.errors
     # The JSONL format carries no token counts: the rule is applied to what it carries.
     expected = RunSummary.of(trajectory_from_dict(line).steps).columns()

@@ -184,7 +184,9 @@ def openapi_spec(*, max_body_bytes: int) -> dict[str, Any]:
             "version": "1",
             "description": (
                 "Stream the steps of any agent into agentlab. Authenticate with `Authorization: Bearer <token>` "
-                "(create one on /settings/tokens/ or with `manage.py apitoken create --user NAME`). Bodies may be "
+                "(a project admin creates one on /settings/tokens/, or `manage.py apitoken create --user NAME "
+                "--project SLUG`); runs it sends land in its project, and it reads only that project's runs. "
+                "Bodies may be "
                 f"gzip-compressed (`Content-Encoding: gzip`) and are capped at {max_body_bytes} bytes after "
                 f"decompression; at most {MAX_STEPS_PER_REQUEST} steps per request. A request is one transaction: "
                 "a rejected batch writes nothing."

@@ -85,10 +85,10 @@ def _finish_fields(finish: Finish, now: datetime) -> dict:
             "success": finish.success, "finished_at": now}
 
 
-def _new_api_run(owner, req: RunRequest, now: datetime) -> models.Model:
+def _new_api_run(owner, project_id: int, req: RunRequest, now: datetime) -> models.Model:
     Run = get_run_model()
     run = Run(
-        owner=owner, prompt=req.prompt, provider=Run.Provider.IMPORT, source="api",
+        owner=owner, project_id=project_id, prompt=req.prompt, provider=Run.Provider.IMPORT, source="api",
         model_name=(req.model or UNKNOWN_MODEL)[:120], settings=req.settings, context=req.context,
         status=Run.Status.RUNNING, started_at=now, **UNKNOWN_SETTINGS, **RunSummary.of(req.steps).columns(),
     )
@@ -98,18 +98,20 @@ def _new_api_run(owner, req: RunRequest, now: datetime) -> models.Model:
     return run
 
 
-def _create_api_runs(owner, fresh: Sequence[tuple[RunRequest, models.Model]]) -> None:
+def _create_api_runs(owner, project_id: int, fresh: Sequence[tuple[RunRequest, models.Model]]) -> None:
     """New runs, their external ids and their steps, each kind in one COPY."""
     copy_objects([run for _, run in fresh])
-    copy_objects([ExternalRun(owner=owner, source=ExternalRun.Source.API, external_id=req.external_id, run=run)
+    copy_objects([ExternalRun(owner=owner, project_id=project_id, source=ExternalRun.Source.API,
+                              external_id=req.external_id, run=run)
                   for req, run in fresh if req.external_id])
     write_new_steps([(run.pk, req.steps) for req, run in fresh if req.steps])
 
 
-def runs_ingest(*, owner, requests: Sequence[RunRequest]) -> list[RunResult]:
+def runs_ingest(*, owner, project_id: int, requests: Sequence[RunRequest]) -> list[RunResult]:
     """Create runs (with their steps and outcome when given) in one transaction.
 
-    A run with an ``external_id`` the user already sent is not created again:
+    The runs land in `project_id` (the token's project). A run with an
+    ``external_id`` the user already sent to that project is not created again:
     its steps are appended idempotently, so a client can resend the request.
     """
     external_ids = [r.external_id for r in requests if r.external_id]
@@ -120,10 +122,11 @@ def runs_ingest(*, owner, requests: Sequence[RunRequest]) -> list[RunResult]:
     results: dict[int, RunResult] = {}
     with transaction.atomic():
         fast_commit()
-        known = locked_external_runs(owner=owner, source=ExternalRun.Source.API, external_ids=external_ids)
-        fresh = {pos: (req, _new_api_run(owner, req, now)) for pos, req in enumerate(requests)
+        known = locked_external_runs(owner=owner, project_id=project_id, source=ExternalRun.Source.API,
+                                     external_ids=external_ids)
+        fresh = {pos: (req, _new_api_run(owner, project_id, req, now)) for pos, req in enumerate(requests)
                  if req.external_id not in known}
-        _create_api_runs(owner, list(fresh.values()))
+        _create_api_runs(owner, project_id, list(fresh.values()))
         for pos, (req, run) in fresh.items():
             results[pos] = RunResult(run, True, len(req.steps), 0)
             if req.finish is not None and req.analyse:
@@ -139,10 +142,10 @@ def runs_ingest(*, owner, requests: Sequence[RunRequest]) -> list[RunResult]:
     return [results[pos] for pos in range(len(requests))]
 
 
-def _owned_api_run(owner, run_id: int) -> models.Model:
-    run = get_run_model().objects.select_for_update().filter(pk=run_id, owner=owner).first()
+def _owned_api_run(owner, project_id: int, run_id: int) -> models.Model:
+    run = get_run_model().objects.select_for_update().filter(pk=run_id, owner=owner, project_id=project_id).first()
     if run is None:
-        # Another user's run looks exactly like a missing one.
+        # Another user's (or project's) run looks exactly like a missing one.
         raise ApiError(f"run {run_id} not found", 404)
     if run.source != "api":
         raise ApiError(f"run {run_id} was not created through the API (source {run.source!r})", 409)
@@ -162,10 +165,10 @@ def _all_stored(run_id: int, steps: Sequence[StepRecord]) -> bool:
     return Step.objects.filter(run_id=run_id, index__in=indices).count() == len(indices)
 
 
-def run_append(*, owner, run_id: int, steps: Sequence[StepRecord]) -> Appended:
+def run_append(*, owner, project_id: int, run_id: int, steps: Sequence[StepRecord]) -> Appended:
     with transaction.atomic():
         fast_commit()
-        return _append_locked(_owned_api_run(owner, run_id), steps)
+        return _append_locked(_owned_api_run(owner, project_id, run_id), steps)
 
 
 def _finish_locked(run: models.Model, finish: Finish, now: datetime) -> bool:
@@ -182,9 +185,9 @@ def _finish_locked(run: models.Model, finish: Finish, now: datetime) -> bool:
     return True
 
 
-def run_finish_api(*, owner, run_id: int, finish: Finish) -> models.Model:
+def run_finish_api(*, owner, project_id: int, run_id: int, finish: Finish) -> models.Model:
     with transaction.atomic():
-        run = _owned_api_run(owner, run_id)
+        run = _owned_api_run(owner, project_id, run_id)
         finished = _finish_locked(run, finish, timezone.now())
     if finished:
         runs_ended([run.pk])
@@ -215,7 +218,7 @@ class OtlpResult:
         return "; ".join(parts)
 
 
-def _new_otlp_run(owner, trace_id: str, spans: Sequence[Span]) -> models.Model:
+def _new_otlp_run(owner, project_id: int, trace_id: str, spans: Sequence[Span]) -> models.Model:
     info = describe(spans)
     settings = {"trace_id": trace_id}
     for key in ("agent", "conversation_id", "service"):
@@ -223,7 +226,7 @@ def _new_otlp_run(owner, trace_id: str, spans: Sequence[Span]) -> models.Model:
             settings[key] = getattr(info, key)
     Run = get_run_model()
     return Run(
-        owner=owner, prompt=info.prompt, provider=Run.Provider.IMPORT, source="otlp",
+        owner=owner, project_id=project_id, prompt=info.prompt, provider=Run.Provider.IMPORT, source="otlp",
         model_name=(info.model or UNKNOWN_MODEL)[:120], settings=settings, status=Run.Status.RUNNING,
         started_at=_ns_to_datetime(info.started_ns) or timezone.now(), **UNKNOWN_SETTINGS,
     )
@@ -241,12 +244,15 @@ def _by_trace(spans: Sequence[Span], result: OtlpResult) -> dict[str, dict[str, 
     return by_trace
 
 
-def _traces(owner, by_trace: dict[str, dict[str, Span]]) -> tuple[dict[str, ExternalRun], set[str]]:
+def _traces(owner, project_id: int, by_trace: dict[str, dict[str, Span]]) -> tuple[dict[str, ExternalRun], set[str]]:
     """Each trace's ExternalRun (locked), those new to this request created with their runs."""
-    known = locked_external_runs(owner=owner, source=ExternalRun.Source.OTLP, external_ids=list(by_trace))
-    fresh = [(tid, _new_otlp_run(owner, tid, list(s.values()))) for tid, s in by_trace.items() if tid not in known]
+    known = locked_external_runs(owner=owner, project_id=project_id, source=ExternalRun.Source.OTLP,
+                                 external_ids=list(by_trace))
+    fresh = [(tid, _new_otlp_run(owner, project_id, tid, list(s.values())))
+             for tid, s in by_trace.items() if tid not in known]
     copy_objects([run for _, run in fresh])
-    created = [ExternalRun(owner=owner, source=ExternalRun.Source.OTLP, external_id=tid, run=run) for tid, run in fresh]
+    created = [ExternalRun(owner=owner, project_id=project_id, source=ExternalRun.Source.OTLP, external_id=tid,
+                           run=run) for tid, run in fresh]
     copy_objects(created)
     known.update((ext.external_id, ext) for ext in created)
     return known, {tid for tid, _ in fresh}
@@ -304,7 +310,7 @@ def _ingest_trace(trace_id: str, ext: ExternalRun, new: list[Span], result: Otlp
         writes.finishes.append(finished)
 
 
-def otlp_ingest(*, owner, spans: Sequence[Span], analyse: bool = True) -> OtlpResult:
+def otlp_ingest(*, owner, project_id: int, spans: Sequence[Span], analyse: bool = True) -> OtlpResult:
     """Spans -> runs and steps, one transaction; resent spans are skipped.
 
     ``analyse=False`` (a backfill) leaves finished runs for ``manage.py analyse --source otlp``.
@@ -314,7 +320,7 @@ def otlp_ingest(*, owner, spans: Sequence[Span], analyse: bool = True) -> OtlpRe
     writes = _Writes()
     with transaction.atomic():
         fast_commit()
-        known, fresh = _traces(owner, by_trace)
+        known, fresh = _traces(owner, project_id, by_trace)
         stored = stored_span_ids([known[tid].pk for tid in by_trace if tid not in fresh])
         for trace_id, trace_spans in by_trace.items():
             ext = known[trace_id]

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
+from django.db.models import F
 from django.utils import timezone
 
 from tracing.models import ApiToken, ExternalRun, IngestedSpan, Step, get_run_model
@@ -50,11 +51,11 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def token_create(*, user, name: str) -> tuple[ApiToken, str]:
-    """A new token; the plain text is returned once and never stored."""
+def token_create(*, user, project_id: int, name: str) -> tuple[ApiToken, str]:
+    """A new token of `user` in a project; the plain text is returned once and never stored."""
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        user=user, name=name[:100] or "token", token_hash=hash_token(plain), prefix=plain[:TOKEN_DISPLAY_CHARS]
+        user=user, project_id=project_id, name=name[:100] or "token", token_hash=hash_token(plain), prefix=plain[:TOKEN_DISPLAY_CHARS]
     )
     return token, plain
 
@@ -64,11 +65,16 @@ def token_revoke(*, token: ApiToken) -> None:
     token.refresh_from_db()
 
 
-def token_user(plain: str):
-    """The user of an active token, or None."""
+def token_user(plain: str) -> ApiToken | None:
+    """An active token (its user and project loaded), or None.
+
+    A token works while its user is active and still a member of its project:
+    leaving the project (or the project going) ends the token too.
+    """
     token = (
         ApiToken.objects.select_related("user")
-        .filter(token_hash=hash_token(plain), revoked_at__isnull=True, user__is_active=True)
+        .filter(token_hash=hash_token(plain), revoked_at__isnull=True, user__is_active=True,
+                project__memberships__user=F("user"))
         .first()
     )
     if token is None:
@@ -76,7 +82,7 @@ def token_user(plain: str):
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    return token
 
 
 # --- steps ------------------------------------------------------------------------
@@ -282,26 +288,27 @@ def finish_runs(rows: Sequence[tuple[int, str, str, datetime]]) -> None:
         )
 
 
-def _lock_key(owner_id: int, source: str, external_id: str) -> int:
-    digest = hashlib.blake2b(f"{owner_id}:{source}:{external_id}".encode(), digest_size=8).digest()
+def _lock_key(owner_id: int, project_id: int, source: str, external_id: str) -> int:
+    digest = hashlib.blake2b(f"{owner_id}:{project_id}:{source}:{external_id}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
-def locked_external_runs(*, owner, source: str, external_ids: Sequence[str]) -> dict[str, ExternalRun]:
-    """The user's ExternalRuns for these ids, each locked for this transaction, found or not.
+def locked_external_runs(*, owner, project_id: int, source: str,
+                         external_ids: Sequence[str]) -> dict[str, ExternalRun]:
+    """The user's ExternalRuns in the project for these ids, each locked for this transaction, found or not.
 
     An advisory lock per id (taken in sorted order, so two requests cannot
     deadlock) makes a concurrent request for the same trace wait until this one
     commits, then find the run this one created instead of creating it again.
     """
     if external_ids:
-        keys = sorted({_lock_key(owner.pk, source, e) for e in external_ids})
+        keys = sorted({_lock_key(owner.pk, project_id, source, e) for e in external_ids})
         with connection.cursor() as cur:
             cur.execute("SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT unnest(%s::bigint[]) AS k) s", [keys])
     rows = (
         ExternalRun.objects.select_for_update(of=("self",))
         .select_related("run")
         .only("id", "external_id", "state", "span_count", "run_id", "run__status", "run__model_name", "run__prompt")
-        .filter(owner=owner, source=source, external_id__in=list(external_ids))
+        .filter(owner=owner, project_id=project_id, source=source, external_id__in=list(external_ids))
     )
     return {row.external_id: row for row in rows}

@@ -4,18 +4,22 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from agentlab.projects.models import Membership, Project, Role
 from runs.agent.sim_server import sim_client
 from runs.agent.suite import load_suite
 from runs.launch import services
 from runs.launch.execution import run_execute
 from runs.launch.models import Document, Run, Task
 from runs.policies.models import Policy
-from runs.policies.services import policy_config
+from runs.policies.services import builtin_policies_load
 from tracing.watchdog import BUILTIN_POLICIES
+
+DEMO_PROJECT = "demo"
 
 
 class Command(BaseCommand):
-    help = "Load the built-in task suite, its corpus, the built-in watchdog policies and a demo user (idempotent)."
+    help = ("Load the built-in task suite (shared by every project), its corpus, a demo project with the built-in "
+            "watchdog policies, and a demo user who is its admin (idempotent).")
 
     def add_arguments(self, parser):
         parser.add_argument("--runs", type=int, default=0,
@@ -23,10 +27,10 @@ class Command(BaseCommand):
                                  "pages have data")
 
     def handle(self, *args, **opts):
-        demo = self._load()
+        demo, project = self._load()
         # After the suite is committed: each demo run commits its own steps.
-        if opts["runs"] and not Run.objects.exists():
-            self._demo_runs(opts["runs"], demo)
+        if opts["runs"] and not Run.objects.filter(project=project).exists():
+            self._demo_runs(opts["runs"], demo, project)
 
     @transaction.atomic
     def _load(self):
@@ -50,21 +54,24 @@ class Command(BaseCommand):
             doc.title, doc.body, doc.lang = d["title"], d["body"], d.get("lang", "en")
             doc.flags = {"fault": d["fault"]} if d.get("fault") else {}
             doc.save()  # save() refreshes the search tokens
-        for policy in BUILTIN_POLICIES.values():
-            Policy.objects.get_or_create(name=policy.name, version=policy.version,
-                                         defaults={"config": policy_config(policy), "description": policy.description})
+        project, _ = Project.objects.get_or_create(slug=DEMO_PROJECT, defaults={"name": "Demo"})
+        builtin_policies_load(project_id=project.pk)
         user_model = get_user_model()
-        demo, created = user_model.objects.get_or_create(username="demo", defaults={"is_staff": True, "is_superuser": True})
+        demo, created = user_model.objects.get_or_create(username="demo")
+        # The demo account is an ordinary user, the admin of its project only:
+        # what it can do is what a team admin can, nothing site-wide.
+        demo.is_staff = demo.is_superuser = False
         if created:
             demo.set_password("demo")
-            demo.save()
+        demo.save()
+        Membership.objects.update_or_create(user=demo, project=project, defaults={"role": Role.ADMIN})
         self.stdout.write(f"loaded {len(tasks)} tasks, {len(documents)} documents, "
-                          f"{len(BUILTIN_POLICIES)} policies; user demo/demo")
-        return demo
+                          f"{len(BUILTIN_POLICIES)} policies; project {project.slug}, user demo/demo (its admin)")
+        return demo, project
 
-    def _demo_runs(self, count: int, owner) -> None:
-        tasks = list(Task.objects.all())
-        policy = Policy.objects.latest_versions().filter(name="default").first()
+    def _demo_runs(self, count: int, owner, project: Project) -> None:
+        tasks = list(Task.objects.for_project(project.pk))
+        policy = Policy.objects.for_project(project.pk).latest_versions().filter(name="default").first()
         for i in range(count):
             task = tasks[i % len(tasks)]
             # Every other run gets the behaviour knobs that make the failure modes show.
@@ -72,7 +79,7 @@ class Command(BaseCommand):
             spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim",
                                     mode="tools" if i % 3 else "text", temperature=0.7, max_steps=15,
                                     max_tokens=20000, seed=1000 + i, settings={"sim": knobs}, policy=policy)
-            run = services.run_create(owner=owner, spec=spec)
+            run = services.run_create(owner=owner, project=project, spec=spec)
             # The in-process sim transport: the demo data exists before any server is up.
             run_execute(run_id=run.pk, client=sim_client())
         self.stdout.write(f"executed {count} simulated demo runs")

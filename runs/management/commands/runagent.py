@@ -4,6 +4,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agentlab.projects.services import project_named
 from runs.launch import services
 from runs.launch.models import Run, Task
 from runs.policies.models import Policy
@@ -18,6 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--model", default="sim", help="sim, local, or a model name on OPENAI_BASE_URL")
         parser.add_argument("--mode", choices=["tools", "text"], default=None)
         parser.add_argument("--reruns", type=int, default=1)
+        parser.add_argument("--project", default=None, help="project slug (default: the only project)")
         parser.add_argument("--seed", type=int, default=None)
         parser.add_argument("--temperature", type=float, default=0.7)
         parser.add_argument("--max-steps", type=int, default=15)
@@ -27,7 +29,11 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait with --wait")
 
     def handle(self, *args, **opts):
-        task = Task.objects.filter(slug=opts["task"]).first()
+        try:
+            project = project_named(opts["project"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        task = Task.objects.for_project(project.pk).filter(slug=opts["task"]).first()
         if task is None:
             raise CommandError(f"unknown task {opts['task']!r} (python manage.py loaddemo loads the built-in suite)")
         if not 1 <= opts["reruns"] <= 50:
@@ -43,7 +49,7 @@ class Command(BaseCommand):
             raise CommandError("the local model has no tool calling: use --mode text")
         policy = None
         if opts["policy"] != "off":
-            policy = Policy.objects.filter(name=opts["policy"]).order_by("-version").first()
+            policy = Policy.objects.for_project(project.pk).filter(name=opts["policy"]).order_by("-version").first()
             if policy is None:
                 raise CommandError(f"unknown policy {opts['policy']!r} (or 'off')")
         spec = services.RunSpec(
@@ -59,7 +65,7 @@ class Command(BaseCommand):
             seed=opts["seed"],
         )
         try:
-            runs = services.runs_launch(owner=None, spec=spec, reruns=opts["reruns"])
+            runs = services.runs_launch(owner=None, project=project, spec=spec, reruns=opts["reruns"])
         except QueueUnavailable as exc:
             raise CommandError(str(exc)) from exc
         for run in runs:

@@ -8,7 +8,6 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
@@ -19,6 +18,7 @@ from runs.approvals.models import Approval, SandboxMessage
 from runs.approvals.services import ApprovalError, approval_decide, approvals_expire
 from runs.launch import execution, services
 from runs.launch.models import Run, Task
+from tests.projects import project_of
 from tests.runs.agent.helpers_agent import CLEAN
 from tracing.models import Step
 
@@ -30,8 +30,7 @@ def suite(db):
 
 @pytest.fixture
 def reviewer(user):
-    user.user_permissions.add(Permission.objects.get(codename="label_interruption"))
-    return type(user).objects.get(pk=user.pk)
+    return user  # alice: the admin of the team project
 
 
 @pytest.fixture
@@ -46,7 +45,7 @@ def _paused(user, slug="salt-lantern-notify") -> Run:
     task = Task.objects.get(slug=slug)
     spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
                             temperature=0, max_steps=12, max_tokens=50_000, seed=1, settings={"sim": CLEAN})
-    run = services.run_create(owner=user, spec=spec)
+    run = services.run_create(owner=user, project=project_of(user), spec=spec)
     return execution.run_execute(run_id=run.pk, client=sim_client(**CLEAN))
 
 
@@ -179,10 +178,11 @@ def test_bad_decisions_are_400_and_change_nothing(suite, reviewer, client, no_qu
 
 
 @pytest.mark.django_db
-def test_deciding_needs_the_reviewer_permission(suite, user, auth_client, no_queue):
+def test_deciding_needs_the_reviewer_role(suite, user, member, client, no_queue):
     run = _paused(user)
     approval = Approval.objects.get(run=run)
-    response = auth_client.post(reverse("approvals:decide", args=[approval.pk]), {"verdict": "approved"})
+    client.force_login(member("vera", "viewer"))
+    response = client.post(reverse("approvals:decide", args=[approval.pk]), {"verdict": "approved"})
     assert response.status_code == 403 and Approval.objects.get(pk=approval.pk).status == "pending"
 
 
@@ -227,7 +227,7 @@ def test_with_a_real_worker_the_run_waits_then_resumes_when_decided(worker, sim_
     task = Task.objects.get(slug="salt-lantern-notify")
     spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
                             temperature=0, max_steps=12, max_tokens=50_000, seed=1, settings={"sim": CLEAN})
-    [run] = services.runs_launch(owner=reviewer, spec=spec)
+    [run] = services.runs_launch(owner=reviewer, project=project_of(reviewer), spec=spec)
 
     def wait(status, timeout=60.0):
         deadline = time.monotonic() + timeout

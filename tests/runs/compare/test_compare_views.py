@@ -4,6 +4,7 @@ import pytest
 from django.urls import reverse
 
 from runs.launch.models import RerunGroup, Run, Task
+from tests.projects import team
 from tracing.alignment import MAX_RUNS
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
@@ -49,7 +50,7 @@ def split_runs(make_run):
 
 def test_every_compare_url_requires_login(client, split_runs):
     a, b, _ = split_runs
-    group = RerunGroup.objects.create(name="g")
+    group = RerunGroup.objects.create(project=team(), name="g")
     for url in (_page([a.pk, b.pk]), reverse("compare:group", args=[group.pk]),
                 f"{reverse('compare:cell')}?run={a.pk}&from=0&to=2", f"{reverse('compare:diff')}?a={a.pk}&b={b.pk}"):
         for headers in ({}, HX):
@@ -61,10 +62,11 @@ def test_every_compare_url_requires_login(client, split_runs):
     assert not RerunGroup.objects.exclude(pk=group.pk).exists()
 
 
-def test_another_signed_in_user_sees_the_comparison(client, other_user, split_runs):
-    # agentlab is a team tool: every signed-in user sees every run (RunQuerySet.for_user).
+def test_a_user_of_another_project_cannot_compare_the_runs(client, other_user, split_runs):
+    # Runs of another project look missing (runs.launch.access); the message names no run's content.
     client.force_login(other_user)
-    assert client.get(_page([r.pk for r in split_runs])).status_code == 200
+    response = client.get(_page([r.pk for r in split_runs]))
+    assert response.status_code == 400 and split_runs[0].prompt not in response.content.decode()
 
 
 # -- the page -------------------------------------------------------------------
@@ -155,7 +157,7 @@ def test_with_hx_request_only_the_body_comes_back_and_polling_stops_when_done(au
 
 
 def test_a_group_with_live_runs_polls_every_2s_until_all_are_done(auth_client, make_run):
-    group = RerunGroup.objects.create(name="reruns")
+    group = RerunGroup.objects.create(project=team(), name="reruns")
     done = _trail(make_run(group=group, success=True), [("search", "Freedonia capital")])
     live = _trail(make_run(group=group, status=Run.Status.RUNNING), [("search", "Freedonia capital")], answer=None)
     url = reverse("compare:group", args=[group.pk])
@@ -216,7 +218,7 @@ def test_runs_with_zero_steps_get_an_empty_column(auth_client, make_run, split_r
 
 
 def test_an_empty_group_says_so(auth_client):
-    group = RerunGroup.objects.create(name="nothing yet")
+    group = RerunGroup.objects.create(project=team(), name="nothing yet")
     response = auth_client.get(reverse("compare:group", args=[group.pk]))
     assert response.status_code == 200
     assert "This group has no runs yet." in response.content.decode()
@@ -251,8 +253,8 @@ def test_a_known_and_an_unknown_id_is_400_naming_the_unknown(auth_client, split_
 
 def test_more_than_the_limit_is_400_with_a_clear_message(auth_client, split_runs, django_assert_num_queries):
     ids = list(range(1, MAX_RUNS + 2))
-    # Refused before touching the runs: 1 session, 2 user.
-    with django_assert_num_queries(2):
+    # Refused before touching the runs: 1 session, 2 user, 3 memberships of the user (the header).
+    with django_assert_num_queries(3):
         response = auth_client.get(_page(ids))
     assert response.status_code == 400
     body = response.content.decode()
@@ -266,7 +268,7 @@ def test_exactly_the_limit_is_accepted(auth_client, make_run):
 
 
 def test_a_group_over_the_limit_is_400(auth_client, make_run):
-    group = RerunGroup.objects.create(name="big")
+    group = RerunGroup.objects.create(project=team(), name="big")
     for _ in range(MAX_RUNS + 1):
         make_run(group=group)
     response = auth_client.get(reverse("compare:group", args=[group.pk]))
@@ -287,19 +289,21 @@ def test_repeated_runs_params_and_duplicates_are_one_selection(auth_client, spli
 @pytest.mark.parametrize("n_runs", [2, 20])
 def test_the_page_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries, n_runs):
     runs = [make_run(steps=12) for _ in range(n_runs)]
-    # 1 session, 2 user, 3 the selected runs (task and policy joined), 4 every selected run's steps at once
-    with django_assert_num_queries(4):
+    # 1 session, 2 user, 3 memberships of the user, 4 the selected runs (task and policy joined),
+    # 5 every selected run's steps at once
+    with django_assert_num_queries(5):
         response = auth_client.get(_page([r.pk for r in runs]))
     assert response.status_code == 200
     assert len(response.context["columns"]) == n_runs
 
 
 def test_the_group_page_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
-    group = RerunGroup.objects.create(name="g")
+    group = RerunGroup.objects.create(project=team(), name="g")
     for _ in range(8):
         make_run(steps=9, group=group)
-    # 1 session, 2 user, 3 group, 4 its runs (task and policy joined), 5 every run's steps at once
-    with django_assert_num_queries(5):
+    # 1 session, 2 user, 3 memberships of the user, 4 group, 5 its runs (task and policy joined),
+    # 6 every run's steps at once
+    with django_assert_num_queries(6):
         response = auth_client.get(reverse("compare:group", args=[group.pk]))
     assert response.status_code == 200
 
@@ -365,8 +369,9 @@ def test_a_cell_with_bad_params_is_400_and_unknown_run_404(auth_client, split_ru
 def test_the_two_run_diff_aligns_and_marks_the_split(auth_client, split_runs, django_assert_num_queries):
     a, _, c = split_runs
     url = f"{reverse('compare:diff')}?a={a.pk}&b={c.pk}"
-    # 1 session, 2 user, 3 both runs (task and policy joined), 4 both runs' steps at once
-    with django_assert_num_queries(4):
+    # 1 session, 2 user, 3 memberships of the user, 4 both runs (task and policy joined),
+    # 5 both runs' steps at once
+    with django_assert_num_queries(5):
         response = auth_client.get(url)
     body = response.content.decode()
     assert response.status_code == 200
@@ -427,7 +432,7 @@ def test_the_run_list_has_compare_checkboxes(auth_client, make_run):
 
 
 def test_the_run_page_links_its_group_comparison(auth_client, make_run):
-    group = RerunGroup.objects.create(name="g")
+    group = RerunGroup.objects.create(project=team(), name="g")
     grouped, alone = make_run(group=group), make_run()
     body = auth_client.get(reverse("runs:detail", args=[grouped.pk])).content.decode()
     assert f'href="/compare/group/{group.pk}/">Compare reruns</a>' in body

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs.launch.models import Run
+from tests.projects import team
 
 pytestmark = pytest.mark.django_db
 URL = reverse("dashboard")
@@ -53,10 +54,10 @@ def test_it_shows_the_figures_of_finished_runs(auth_client, runs):
 def test_it_reads_summaries_only_in_a_constant_number_of_queries(auth_client, runs, make_run, django_assert_num_queries):
     for _ in range(20):
         make_run(step_count=3, success=True)
-    # session, user, one GROUPING SETS scan for every figure, one scan of the arrays (interventions,
-    # context pressure), reviewers' labels per detector, task choices, failures by guessed layer and
-    # by reviewers' layer
-    with django_assert_num_queries(8):
+    # session, user, memberships of the user (current project, the header's switcher), one GROUPING SETS scan for
+    # every figure, one scan of the arrays (interventions, context pressure), reviewers' labels per detector, task
+    # choices, failures by guessed layer and by reviewers' layer
+    with django_assert_num_queries(9):
         auth_client.get(URL)
 
 
@@ -115,7 +116,7 @@ def test_false_kill_rate_comes_from_reviewers_labels(auth_client, runs):
 def test_the_watchdog_off_drill_keeps_its_filter(auth_client, make_run):
     from runs.policies.models import Policy
 
-    policy = Policy.objects.create(name="default", config={})
+    policy = Policy.objects.create(project=team(), name="default", config={})
     make_run(status="finished", success=False, policy=policy)
     unwatched = make_run(status="finished", success=False)
     # Filtered to runs without a watchdog, every link to the run list keeps it...
@@ -151,7 +152,7 @@ def test_forks_are_not_runs_of_the_dashboard(auth_client, make_run):
     another run of the task: it counts nowhere, and no policy is named "—"."""
     from runs.policies.models import Policy
 
-    policy = Policy.objects.create(name="default", config={})
+    policy = Policy.objects.create(project=team(), name="default", config={})
     parent = make_run(status="stopped", policy=policy, success=False)
     make_run(status="finished", parent=parent, fork_from=2, success=True)
     page = auth_client.get(URL)

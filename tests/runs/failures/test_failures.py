@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,6 +14,7 @@ from runs.failures.models import LayerLabel
 from runs.failures.selectors import breakdown
 from runs.launch.analysis import run_analyse
 from runs.launch.models import Run
+from tests.projects import team
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 
 def _answered_untested(**fields) -> Run:
     """A run that hands in an answer before using any tool: termination, step 1."""
-    run = Run.objects.create(prompt="What is the capital of Freedonia?", **fields)
+    run = Run.objects.create(prompt="What is the capital of Freedonia?", project=team(), **fields)
     record_step(run.pk, StepRecord(index=0, kind="thought", text="I am sure it is Sylvania City."))
     record_step(run.pk, StepRecord(index=1, kind="final", text="Sylvania City"))
     return run
@@ -31,8 +31,7 @@ def _answered_untested(**fields) -> Run:
 
 @pytest.fixture
 def reviewer(user):
-    user.user_permissions.add(Permission.objects.get(codename="label_interruption"))
-    return user
+    return user  # alice: the admin of the team project
 
 
 def test_a_failed_run_gets_a_layer_when_analysed():
@@ -61,7 +60,7 @@ def test_an_imported_failed_run_gets_a_layer(auth_client):
             "steps": [{"index": 0, "kind": "thought", "text": "Surely Sylvania City."},
                       {"index": 1, "kind": "final", "text": "Sylvania City"}]}
     from runs.imports.services import import_lines
-    import_lines([json.dumps(line)], owner=None)
+    import_lines([json.dumps(line)], owner=None, project_id=team().pk)
     run = Run.objects.get(source_run_id="x1")
     assert run.success is False and run.attribution["layer"] == "termination"
 
@@ -99,9 +98,10 @@ def test_a_reviewer_confirms_or_corrects_and_agreement_follows(client, reviewer)
     assert "Failures by layer" in page and "agreeing with the guess on 2 (100%)" in page
 
 
-def test_labelling_needs_the_reviewer_permission(auth_client):
+def test_labelling_needs_the_reviewer_role(client, member):
+    client.force_login(member("vera", "viewer"))
     run = _answered_untested(status="finished", success=False)
-    response = auth_client.post(reverse("failures:label", args=[run.pk]), {"layer": "plan"})
+    response = client.post(reverse("failures:label", args=[run.pk]), {"layer": "plan"})
     assert response.status_code == 403 and not LayerLabel.objects.exists()
 
 

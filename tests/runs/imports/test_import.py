@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from runs.launch.models import Run
+from tests.projects import project_of
 from tracing.models import Step
 
 pytestmark = pytest.mark.django_db
@@ -89,8 +90,8 @@ def test_the_upload_page_requires_login(client):
 
 
 @pytest.mark.skipif(not EVAL.exists(), reason="shared/eval not found")
-def test_the_command_imports_a_real_source(tmp_path):
-    call_command("importjsonl", str(EVAL / "react_exemplars" / "runs.jsonl"), verbosity=0)
+def test_the_command_imports_a_real_source(tmp_path, project):
+    call_command("importjsonl", str(EVAL / "react_exemplars" / "runs.jsonl"), verbosity=0)  # the only project
     assert Run.objects.filter(source="react_exemplars").count() == 27
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(GOOD) + "\n{oops\n")
@@ -111,10 +112,10 @@ def test_loaddemo_is_idempotent_and_seeds_demo_runs_once(db):
     assert all(r.status in ("finished", "stopped") for r in Run.objects.all())
 
 
-def test_analyse_recomputes_signals_and_anchoring(db):
+def test_analyse_recomputes_signals_and_anchoring(project):
     call_command("importjsonl", *[str(p) for p in [EVAL / "react_exemplars" / "runs.jsonl"]], verbosity=0) \
         if EVAL.exists() else None
-    upload_run = Run.objects.create(prompt="Where was he born?", status="finished")
+    upload_run = Run.objects.create(prompt="Where was he born?", status="finished", project=project)
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord
 
@@ -154,7 +155,7 @@ def test_an_imported_run_is_judged_against_one_goal_everywhere(user, monkeypatch
 
     monkeypatch.setattr(imports, "analyse", spy)
     monkeypatch.setattr(analysis, "analyse", spy)
-    run_id = imports.import_lines([json.dumps(line)], owner=user).run_ids[0]
+    run_id = imports.import_lines([json.dumps(line)], project_id=project_of(user).pk, owner=user).run_ids[0]
     analysis.run_analyse(run_id, recompute_signals=True)
     assert Run.objects.get(pk=run_id).goal == expected
     real_evaluate = execution.evaluate
@@ -166,7 +167,7 @@ def test_an_imported_run_is_judged_against_one_goal_everywhere(user, monkeypatch
 
     monkeypatch.setattr(execution, "evaluate", evaluate)
     monkeypatch.setattr("runs.whatif.tasks.execute_whatif.apply_async", lambda *a, **k: None)
-    execution.whatif_execute(whatif_create(user=user, config={}).pk)
+    execution.whatif_execute(whatif_create(user=user, project_id=project_of(user).pk, config={}).pk)
     assert seen == [expected, expected, expected]
 
 
@@ -224,7 +225,7 @@ DIALOGUE = {
 def test_roles_context_and_outcome_are_imported(user):
     from runs.imports.services import import_lines
 
-    result = import_lines([json.dumps(DIALOGUE)], owner=user)
+    result = import_lines([json.dumps(DIALOGUE)], project_id=project_of(user).pk, owner=user)
     run = Run.objects.get(pk=result.run_ids[0])
     roles = dict(Step.objects.filter(run=run).values_list("index", "role"))
     assert roles == {0: "user", 1: "assistant", 2: "tool", 3: "assistant", 4: "system", 5: "watchdog"}
@@ -246,7 +247,7 @@ def test_roles_context_and_outcome_are_imported(user):
 def test_an_imported_run_is_finished_or_error_with_its_outcome_apart(user, fields, status, success):
     from runs.imports.services import import_lines
 
-    result = import_lines([json.dumps({**GOOD, **fields})], owner=user)
+    result = import_lines([json.dumps({**GOOD, **fields})], project_id=project_of(user).pk, owner=user)
     run = Run.objects.get(pk=result.run_ids[0])
     assert (run.status, run.success) == (status, success)
 
@@ -258,7 +259,7 @@ def test_an_imported_interruption_enters_the_review_queue_like_a_native_one(user
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord
 
-    run = Run.objects.get(pk=import_lines([json.dumps(DIALOGUE)], owner=user).run_ids[0])
+    run = Run.objects.get(pk=import_lines([json.dumps(DIALOGUE)], project_id=project_of(user).pk, owner=user).run_ids[0])
     imported = ReviewItem.objects.get(run=run)
     assert (imported.step_index, imported.detector, imported.tier, imported.policy_name, imported.run_status) == (
         5, "repetition", "hint", "their-watchdog", "finished")
@@ -289,13 +290,13 @@ def test_another_users_import_of_the_same_file_is_their_own(user, other_user):
     from runs.imports.services import import_lines
 
     line = json.dumps(GOOD)
-    assert len(import_lines([line], owner=user).run_ids) == 1
-    assert len(import_lines([line], owner=other_user).run_ids) == 1
-    again = import_lines([line], owner=user)
+    assert len(import_lines([line], project_id=project_of(user).pk, owner=user).run_ids) == 1
+    assert len(import_lines([line], project_id=project_of(other_user).pk, owner=other_user).run_ids) == 1
+    again = import_lines([line], project_id=project_of(user).pk, owner=user)
     assert again.run_ids == [] and len(again.existing) == 1
 
 
-def test_the_command_is_idempotent_and_says_so(tmp_path, capsys):
+def test_the_command_is_idempotent_and_says_so(tmp_path, capsys, project):
     path = tmp_path / "runs.jsonl"
     path.write_text(json.dumps(GOOD) + "\n")
     call_command("importjsonl", str(path))
@@ -323,7 +324,7 @@ def test_what_the_file_did_not_say_is_shown_as_a_dash(auth_client):
 def test_bad_lines_name_the_problem_and_write_nothing(user, line, message):
     from runs.imports.services import import_lines
 
-    result = import_lines([line if isinstance(line, str) else json.dumps(line)], owner=user)
+    result = import_lines([line if isinstance(line, str) else json.dumps(line)], project_id=project_of(user).pk, owner=user)
     assert result.run_ids == [] and len(result.errors) == 1
     assert message in result.errors[0][1]
     assert Run.objects.count() == 0 and Step.objects.count() == 0
@@ -346,7 +347,7 @@ def test_odd_but_valid_content_imports_whole(user):
         {"index": 7, "kind": "action", "tool": "t\x00ool", "args": {"k\x00": "v\x00"}, "content": "x"},
         {"index": 8, "kind": "final", "content": "完成 done"},
     ]
-    result = import_lines([json.dumps({**GOOD, "steps": steps}, ensure_ascii=False)], owner=user)
+    result = import_lines([json.dumps({**GOOD, "steps": steps}, ensure_ascii=False)], project_id=project_of(user).pk, owner=user)
     assert result.errors == [] and len(result.run_ids) == 1
     stored = {s.index: s for s in Step.objects.filter(run_id=result.run_ids[0])}
     assert len(stored) == 9

@@ -12,6 +12,7 @@ import pytest
 from runs.imports.services import import_lines
 from runs.launch.models import Run
 from runs.reviews.models import ReviewItem
+from tests.projects import project_of
 from tracing.models import Step
 from tracing.steps import role_of, trajectory_from_dict
 
@@ -37,7 +38,7 @@ def test_every_source_is_there():
 @pytest.mark.parametrize("source", SOURCES)
 def test_a_sample_of_each_source_imports_with_roles_context_and_outcomes(user, source):
     lines = _sample(source)
-    result = import_lines(lines, owner=user)
+    result = import_lines(lines, project_id=project_of(user).pk, owner=user)
     assert result.errors == [] and len(result.run_ids) == len(lines)
     runs = {run.source_run_id: run for run in Run.objects.filter(pk__in=result.run_ids)}
     for line in lines:
@@ -51,12 +52,12 @@ def test_a_sample_of_each_source_imports_with_roles_context_and_outcomes(user, s
         assert stored == [(s.index, s.kind, role_of(s)) for s in traj.steps]
         assert run.step_count == len(traj.steps)
     # Twice is once.
-    again = import_lines(lines, owner=user)
+    again = import_lines(lines, project_id=project_of(user).pk, owner=user)
     assert again.run_ids == [] and len(again.existing) == len(lines)
 
 
 def test_a_dialogue_source_has_user_turns_and_a_context(user):
-    result = import_lines(_sample("tau2_retail_telecom"), owner=user)
+    result = import_lines(_sample("tau2_retail_telecom"), project_id=project_of(user).pk, owner=user)
     runs = Run.objects.filter(pk__in=result.run_ids)
     assert all(run.context.get("system") for run in runs)  # the domain policy
     roles = set(Step.objects.filter(run__in=runs).values_list("role", flat=True))

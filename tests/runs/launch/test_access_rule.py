@@ -1,21 +1,23 @@
-"""Every view of a run asks runs.launch.access, which asks RunQuerySet.for_user:
-narrowing that one method narrows them all (the "what if…" fork included,
-which used to read any run directly)."""
+"""Every view of a run asks runs.launch.access, which narrows runs to the
+current project: a member of another project gets a 404 from each of them
+(the "what if…" fork included, which used to read any run directly)."""
 
 from __future__ import annotations
 
 import pytest
 from django.urls import reverse
 
-from runs.launch.models import RunQuerySet
+from agentlab.projects.models import Membership, Project, Role
 from tests.htmx import hx
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def owners_only(monkeypatch):
-    monkeypatch.setattr(RunQuerySet, "for_user", lambda qs, user: qs.filter(owner=user))
+def elsewhere(other_user):
+    """bob, an admin, but of another project."""
+    Membership.objects.create(user=other_user, project=Project.objects.create(name="Lab", slug="lab"),
+                              role=Role.ADMIN)
 
 
 def _requests(run):
@@ -30,7 +32,7 @@ def _requests(run):
 
 
 @pytest.mark.parametrize("name", ["run page", "step poll", "stop", "export", "what if… fork", "compare cell"])
-def test_a_narrowed_access_rule_hides_the_run_from_other_users(client, make_run, user, other_user, owners_only, name):
+def test_a_run_of_another_project_is_a_404_everywhere(client, make_run, user, other_user, elsewhere, name):
     run = make_run(steps=4, owner=user, status="finished", success=False)
     method, url, headers = _requests(run)[name]
     client.force_login(other_user)

@@ -5,6 +5,7 @@ import pytest
 from runs.agent.sim_server import sim_client
 from runs.launch import execution, services
 from runs.launch.models import Run
+from tests.projects import team
 from tracing.models import Step
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +63,7 @@ def test_bad_forks_are_refused(finished_run, user):
     action = Step.objects.filter(run=finished_run, kind="action").first()
     with pytest.raises(services.ForkError, match="observation or a thought"):
         services.fork_create(parent=finished_run, fork_from=action.index, edit={"text": "x"}, enqueue=False)
-    live = Run.objects.create(prompt="x", status="running")
+    live = Run.objects.create(project=team(), prompt="x", status="running")
     with pytest.raises(services.ForkError, match="still going"):
         services.fork_create(parent=live, fork_from=0, enqueue=False)
 

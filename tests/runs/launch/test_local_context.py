@@ -11,6 +11,7 @@ from runs.launch import services
 from runs.launch.execution import run_execute
 from runs.launch.llm import config_for
 from runs.launch.models import Run
+from tests.projects import team
 from tests.runs.agent.test_context_fit import WINDOW, LongPages, WindowServer, client_for
 from tracing.models import Step
 from tracing.recorder import record_step
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 
 def long_local_run(user, turns: int = 12) -> Run:
-    run = Run.objects.create(prompt="How long is the Lumen Bridge?", owner=user, provider="local",
+    run = Run.objects.create(project=team(), prompt="How long is the Lumen Bridge?", owner=user, provider="local",
                              model_name="gemma-3-270m", mode="text", status="finished", max_steps=30)
     index = 0
     for turn in range(turns):
@@ -38,9 +39,9 @@ def long_local_run(user, turns: int = 12) -> Run:
 
 def test_the_local_model_runs_with_its_window(user, settings):
     settings.LOCAL_MODEL_CONTEXT_TOKENS = 2048
-    run = Run.objects.create(prompt="p", provider="local", mode="text")
+    run = Run.objects.create(project=team(), prompt="p", provider="local", mode="text")
     assert config_for(run).context_tokens == 2048
-    assert config_for(Run.objects.create(prompt="p", provider="sim")).context_tokens is None
+    assert config_for(Run.objects.create(project=team(), prompt="p", provider="sim")).context_tokens is None
 
 
 def test_a_fork_of_a_long_local_run_fits_and_the_page_says_what_was_trimmed(auth_client, user, settings):

@@ -9,6 +9,7 @@ from django.core.management import call_command
 
 from runs.launch import execution, services
 from runs.launch.models import Run, Task
+from tests.projects import team
 from tests.servers import start_local_model, stop
 from tracing.models import Step
 
@@ -35,7 +36,7 @@ def test_a_short_text_mode_run_on_the_local_model_is_recorded(local_url, setting
     task = Task.objects.get(slug="aston-brill-family-fare")
     spec = services.RunSpec(task=task, prompt=task.prompt, provider="local", model_name="gemma-3-270m", mode="text",
                             temperature=0.0, max_steps=3, max_tokens=20_000, seed=1)
-    run = services.run_create(owner=user, spec=spec)
+    run = services.run_create(owner=user, project=team(), spec=spec)
     run = execution.run_execute(run_id=run.pk)
     # A 270M base model rarely solves the task: what matters is that the run
     # ends (whatever the model wrote) and every step is on record.

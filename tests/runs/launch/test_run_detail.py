@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 
 from runs.launch.models import Run
+from tests.projects import project_of
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
 
@@ -44,8 +45,8 @@ def test_untrusted_step_text_is_escaped(auth_client, make_run):
 
 def test_the_page_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
     run = make_run(steps=300)
-    # 1 session, 2 user, 3 run with task, 4 first page of steps
-    with django_assert_num_queries(4):
+    # 1 session, 2 user, 3 memberships of the user, 4 run with task, 5 first page of steps
+    with django_assert_num_queries(5):
         response = auth_client.get(reverse("runs:detail", args=[run.pk]))
     assert len(response.context["steps"]) == 200
     assert 'hx-trigger="revealed"' in response.content.decode()
@@ -228,8 +229,9 @@ def test_every_pattern_has_plain_words(pattern):
 
 def test_a_dialogue_page_runs_the_same_queries(auth_client, make_run, django_assert_num_queries):
     run = _dialogue_run(make_run)
-    # 1 session, 2 user, 3 run with task, 4 first page of steps (context and findings are run columns)
-    with django_assert_num_queries(4):
+    # 1 session, 2 user, 3 memberships of the user, 4 run with task, 5 first page of steps
+    # (context and findings are run columns)
+    with django_assert_num_queries(5):
         auth_client.get(reverse("runs:detail", args=[run.pk]))
 
 
@@ -240,7 +242,7 @@ def test_export_carries_roles_and_context_and_imports_back(auth_client, make_run
     line = b"".join(auth_client.get(reverse("runs:export", args=[run.pk])).streaming_content).decode()
     data = json.loads(line)
     assert data["context"] == run.context and [s["role"] for s in data["steps"]][:2] == ["user", "assistant"]
-    again = Run.objects.get(pk=import_lines([line], owner=user).run_ids[0])
+    again = Run.objects.get(pk=import_lines([line], project_id=project_of(user).pk, owner=user).run_ids[0])
     assert again.context == run.context
     assert list(again.steps.order_by("index").values_list("role", flat=True)) == [
         "user", "assistant", "tool", "assistant", "system", "assistant"]

@@ -128,10 +128,11 @@ def test_with_a_real_dead_broker_the_launch_fails_fast_and_cleans_up(task):
     script = (
         "import django; django.setup()\n"
         "from runs.launch import services\nfrom runs.launch.models import Task\nfrom runs.queue import QueueUnavailable\n"
+        "from tests.projects import team\n"
         f"t = Task.objects.get(slug={task.slug!r})\n"
         "spec = services.RunSpec(task=t, prompt=t.prompt, provider='sim', model_name='sim', mode='tools',"
         " temperature=0, max_steps=5, max_tokens=1000)\n"
-        "try:\n    services.runs_launch(owner=None, spec=spec, reruns=3)\n"
+        "try:\n    services.runs_launch(owner=None, project=team(), spec=spec, reruns=3)\n"
         "except QueueUnavailable as exc:\n    print('UNAVAILABLE', exc)\n"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agentlab.settings", "DB_NAME": connection.settings_dict["NAME"],

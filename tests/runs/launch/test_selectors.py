@@ -12,6 +12,7 @@ from django.utils import timezone
 from runs.launch.models import Run
 from runs.launch.selectors import POLICY_OFF, RunFilters, run_history, runs_filtered, trajectory
 from runs.policies.models import Policy
+from tests.projects import team
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
 
@@ -45,7 +46,7 @@ def test_the_date_filter_is_a_range_the_list_index_serves(make_run):
 
 
 def test_policy_off_means_runs_without_a_watchdog(make_run):
-    policy = Policy.objects.create(name="default", config={})
+    policy = Policy.objects.create(project=team(), name="default", config={})
     watched, unwatched = make_run(policy=policy), make_run()
     assert _ids(runs_filtered(Run.objects.all(), RunFilters(policy="default"))) == [watched.pk]
     assert _ids(runs_filtered(Run.objects.all(), RunFilters(policy=POLICY_OFF))) == [unwatched.pk]

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from runs.launch.models import Run, Task
+from tests.projects import team
 from tracing.models import Step
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -70,7 +71,7 @@ def test_a_dead_model_endpoint_ends_the_run_in_error_with_the_reason(worker, sui
     task = suite.first()
     spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
                             temperature=0, max_steps=5, max_tokens=5000, base_url="http://127.0.0.1:9/v1")
-    [run] = services.runs_launch(owner=user, spec=spec)
+    [run] = services.runs_launch(owner=user, project=team(), spec=spec)
     [run] = wait_for([run.pk])
     assert run.status == Run.Status.ERROR
     last = Step.objects.filter(run=run).order_by("-index").first()
@@ -86,7 +87,7 @@ def test_the_stop_button_ends_a_running_run(worker, suite, auth_client, user):
     spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
                             temperature=1, max_steps=200, max_tokens=1_000_000, seed=3,
                             settings={"sim": {"rephrase": 1.0, "early_finish": 0.0, "latency_ms": 400}})
-    [run] = services.runs_launch(owner=user, spec=spec)
+    [run] = services.runs_launch(owner=user, project=team(), spec=spec)
     deadline = time.monotonic() + 30
     while not Step.objects.filter(run=run).exists():
         assert time.monotonic() < deadline, "the run never started"

@@ -6,13 +6,14 @@ import pytest
 from django.urls import reverse
 
 from runs.policies.models import Policy
+from tests.projects import team
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def default_policy(db):
-    return Policy.objects.create(name="default", version=1, config={"ladder": {"stop_streak": 10}})
+    return Policy.objects.create(project=team(), name="default", version=1, config={"ladder": {"stop_streak": 10}})
 
 
 def test_pages_require_login(client):
@@ -72,18 +73,18 @@ def test_the_list_shows_versions(auth_client, default_policy):
 def test_a_save_is_the_next_version_of_its_name(default_policy, user):
     from runs.policies.services import policy_version_save
 
-    saved = policy_version_save(name="default", config={"name": "x", "version": 9, "ladder": {"stop_streak": 8}},
+    saved = policy_version_save(project_id=team().pk, name="default", config={"name": "x", "version": 9, "ladder": {"stop_streak": 8}},
                                 description="d", created_by=user)
     # The column keys are the row's, never the config's.
     assert (saved.version, saved.description, saved.config) == (2, "d", {"ladder": {"stop_streak": 8}})
-    assert policy_version_save(name="fresh", config={}).version == 1
+    assert policy_version_save(project_id=team().pk, name="fresh", config={}).version == 1
 
 
 def test_a_new_policy_under_an_existing_name_is_refused(default_policy):
     from runs.policies.services import PolicyExists, policy_version_save
 
     with pytest.raises(PolicyExists):
-        policy_version_save(name="default", config={}, new=True)
+        policy_version_save(project_id=team().pk, name="default", config={}, new=True)
     assert Policy.objects.filter(name="default").count() == 1
 
 
@@ -154,6 +155,6 @@ def test_the_disabled_policy_lists_no_tiers(auth_client):
     from runs.policies.services import policy_config
     from tracing.watchdog import OFF_POLICY
 
-    Policy.objects.create(name="off", version=1, config=policy_config(OFF_POLICY))
+    Policy.objects.create(project=team(), name="off", version=1, config=policy_config(OFF_POLICY))
     row = auth_client.get(reverse("policy_list")).content.decode().split("<code>off</code>", 1)[1].split("</tr>")[0]
     assert "hint" not in row and "signals only" in row

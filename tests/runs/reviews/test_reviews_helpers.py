@@ -42,8 +42,12 @@ def interrupted_run(make_run, **fields):
 
 
 def grant_reviewer(user):
-    from django.contrib.auth.models import Permission
+    """The user, at least a reviewer of the "team" project (an admin stays admin)."""
+    from agentlab.projects.models import Membership, Role
+    from tests.projects import team
 
-    user.user_permissions.add(Permission.objects.get(codename="label_interruption"))
-    # A fresh instance: the old one cached its (empty) permissions.
-    return type(user).objects.get(pk=user.pk)
+    membership, _ = Membership.objects.get_or_create(user=user, project=team(), defaults={"role": Role.REVIEWER})
+    if not membership.is_reviewer:
+        membership.role = Role.REVIEWER
+        membership.save(update_fields=["role"])
+    return user

@@ -69,11 +69,13 @@ def test_anonymous_posts_are_sent_to_login(client, run, action):
 
 
 @pytest.mark.parametrize("headers", [{}, HX])
-def test_readers_can_read_but_not_label_or_fork(auth_client, run, headers, enqueued):
+def test_readers_can_read_but_not_label_or_fork(client, member, run, headers, enqueued):
+    auth_client = client
+    auth_client.force_login(member("vera", "viewer"))
     assert auth_client.get(urls(run)["queue"], headers=headers).status_code == 200
     page = auth_client.get(urls(run)["item"], headers=headers)
     assert page.status_code == 200
-    assert "labelling needs the reviewer permission" in page.content.decode()
+    assert "labelling needs the reviewer role" in page.content.decode()
     label = auth_client.post(reverse("reviews:label", args=[run.pk, 6]), {"value": "justified"}, headers=headers)
     fork = auth_client.post(reverse("reviews:fork", args=[run.pk, 6]), {"turns": 5}, headers=headers)
     whatif = auth_client.post(urls(run)["whatif"], {"text": "x", "turns": 5}, headers=headers)
@@ -136,17 +138,17 @@ def test_the_queue_page_query_count_is_constant(auth_client, make_run, django_as
     for _ in range(3):
         interrupted_run(make_run)
     url = reverse("reviews:queue")
-    # session, user, the page of items (+ task), policies for the filter, tasks for the filter
-    with django_assert_num_queries(5):
+    # session, user, memberships of the user (current project, the header's switcher), the page of items (+ task), policies for the filter, tasks for the filter
+    with django_assert_num_queries(6):
         small = auth_client.get(url)
     for _ in range(30):
         interrupted_run(make_run)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         big = auth_client.get(url)
     assert small.content.decode().count('class="review-row"') == 6
     assert big.content.decode().count('class="review-row"') == 50
-    # The htmx page of rows: session, user, the page of items (+ task).
-    with django_assert_num_queries(3):
+    # The htmx page of rows: session, user, memberships of the user, the page of items (+ task).
+    with django_assert_num_queries(4):
         rows = auth_client.get(url, {"sort": "uncertain"}, headers=hx(more_row_id(big.content.decode())))
     assert "<html" not in rows.content.decode()
 
@@ -194,9 +196,9 @@ def test_the_queue_filters(auth_client, make_run, user):
 
 def test_the_item_pane_shows_the_trajectory_around_the_interruption(auth_client, run, django_assert_num_queries):
     url = reverse("reviews:item", args=[run.pk, 9])
-    # session, user, the item (+ run, task, policy, fork), the step window, its labels,
-    # the user's permissions, the user's groups' permissions, policies for the fork form
-    with django_assert_num_queries(8):
+    # session, user, memberships of the user (project and role), the item (+ run, task, policy,
+    # fork), the step window, its labels, policies for the fork form
+    with django_assert_num_queries(7):
         response = auth_client.get(url, headers=HX)
     body = response.content.decode()
     assert "<html" not in body

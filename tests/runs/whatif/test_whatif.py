@@ -8,11 +8,13 @@ from django.urls import reverse
 
 from runs.launch.models import Run
 from runs.policies.models import Policy
+from runs.policies.services import builtin_policies_load
 from runs.reviews.models import ReviewItem
 from runs.whatif import replay as whatif
 from runs.whatif.execution import whatif_execute
 from runs.whatif.models import WhatIfJob
 from runs.whatif.services import whatif_create
+from tests.projects import project_of, team
 from tracing.steps import Step
 from tracing.watchdog import DEFAULT_POLICY, PolicyError
 
@@ -53,11 +55,12 @@ def test_labels_are_matched_within_the_window():
 
 
 @pytest.fixture
-def stored_runs(db):
+def stored_runs(project):
     if not EVAL.exists():
         pytest.skip("shared/eval not found")
     call_command("loaddemo", verbosity=0)
-    call_command("importjsonl", str(EVAL / "react_exemplars" / "runs.jsonl"), verbosity=0)
+    builtin_policies_load(project_id=project.pk)
+    call_command("importjsonl", str(EVAL / "react_exemplars" / "runs.jsonl"), "--project", project.slug, verbosity=0)
     return Run.objects.filter(source="react_exemplars")
 
 
@@ -65,11 +68,12 @@ def test_a_job_replays_the_snapshot_and_is_cached(stored_runs, user, monkeypatch
     sent = []
     monkeypatch.setattr("runs.whatif.tasks.execute_whatif.apply_async", lambda *a, **k: sent.append(a))
     config = {k: v for k, v in DEFAULT_POLICY.to_dict().items() if k not in ("name", "version", "description")}
-    job = whatif_create(user=user, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10])
+    sweep = {"sweep_path": "ladder.stop_streak", "sweep_values": [2, 10]}
+    job = whatif_create(user=user, project_id=project_of(user).pk, config=config, **sweep)
     assert len(sent) == 1 and job.total_runs == 27
-    assert whatif_create(user=user, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10]).pk == job.pk
+    assert whatif_create(user=user, project_id=project_of(user).pk, config=config, **sweep).pk == job.pk
     # A run written after the snapshot does not move the figures of the job.
-    Run.objects.create(prompt="later", status="finished")
+    Run.objects.create(prompt="later", status="finished", project=team())
     job = whatif_execute(job.pk)
     assert job.status == "done", job.error
     strict, default = job.result
@@ -77,7 +81,7 @@ def test_a_job_replays_the_snapshot_and_is_cached(stored_runs, user, monkeypatch
     assert strict["stopped"] >= default["stopped"]
     assert default["stopped"] == 0  # the gold exemplars are never stopped by the default policy
     # ...and a new question over the new data is a new job.
-    assert whatif_create(user=user, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10]).pk != job.pk
+    assert whatif_create(user=user, project_id=project_of(user).pk, config=config, sweep_path="ladder.stop_streak", sweep_values=[2, 10]).pk != job.pk
 
 
 def test_reviewers_labels_are_counted(stored_runs, user, monkeypatch):
@@ -85,7 +89,7 @@ def test_reviewers_labels_are_counted(stored_runs, user, monkeypatch):
     run = stored_runs.first()
     ReviewItem.objects.create(run=run, step_index=3, detector="repetition", tier="stop", label="wrongly_killed")
     config = {"ladder": {"stop_streak": 10}}
-    job = whatif_execute(whatif_create(user=user, config=config).pk)
+    job = whatif_execute(whatif_create(user=user, project_id=project_of(user).pk, config=config).pk)
     [row] = job.result
     assert row["wrongly_total"] == 1 and row["wrongly_spared"] == 1
 
@@ -105,8 +109,8 @@ def test_the_page_names_the_bad_field(auth_client):
 
 def test_the_job_page_polls_until_done_and_saves_a_new_version(stored_runs, auth_client, user, monkeypatch):
     monkeypatch.setattr("runs.whatif.tasks.execute_whatif.apply_async", lambda *a, **k: None)
-    base = Policy.objects.get(name="default")
-    job = whatif_create(user=user, config={"ladder": {"stop_streak": 7}}, base_policy=base)
+    base = Policy.objects.get(project=team(), name="default")
+    job = whatif_create(user=user, project_id=project_of(user).pk, config={"ladder": {"stop_streak": 7}}, base_policy=base)
     page = auth_client.get(reverse("whatif_job", args=[job.pk]), headers={"HX-Request": "true"})
     assert page.status_code == 200 and 'hx-trigger="every 1s"' in page.content.decode()
     whatif_execute(job.pk)
@@ -114,7 +118,7 @@ def test_the_job_page_polls_until_done_and_saves_a_new_version(stored_runs, auth
     assert page.status_code == 286
     response = auth_client.post(reverse("whatif_save", args=[job.pk, 0]))
     assert response.status_code == 302
-    saved = Policy.objects.filter(name="default").order_by("-version").first()
+    saved = Policy.objects.filter(project=team(), name="default").order_by("-version").first()
     assert saved.version == base.version + 1 and saved.as_policy().ladder.stop_streak == 7
     assert auth_client.post(reverse("whatif_save", args=[job.pk, 5])).status_code == 404
     assert WhatIfJob.objects.count() == 1
@@ -159,7 +163,7 @@ def test_the_trade_off_chart_spreads_the_values_on_their_own_axis(auth_client, u
     from django.utils import timezone
 
     rows = [result_row(v, stopped=s, justified=(1, 2)) for v, s in ((6, 3), (8, 2), (10, 1))]
-    job = WhatIfJob.objects.create(key="k", created_by=user, policies=[{}] * 3, sweep_path="ladder.stop_streak",
+    job = WhatIfJob.objects.create(project=team(), key="k", created_by=user, policies=[{}] * 3, sweep_path="ladder.stop_streak",
                                    sweep_values=[6, 8, 10], snapshot_at=timezone.now(), status="done", result=rows,
                                    total_runs=30, done_runs=30, duration_s=0.1)
     response = auth_client.get(reverse("whatif_job", args=[job.pk]))

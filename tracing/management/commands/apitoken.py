@@ -1,10 +1,12 @@
-"""python manage.py apitoken create --user NAME [--name LABEL] | list --user NAME | revoke PREFIX"""
+"""python manage.py apitoken create --user NAME [--project SLUG] [--name LABEL] | list --user NAME | revoke PREFIX"""
 
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from agentlab.projects.models import Membership
+from agentlab.projects.services import project_named
 from tracing.ingest.writes import token_create, token_revoke
 from tracing.models import ApiToken
 
@@ -17,6 +19,7 @@ class Command(BaseCommand):
         create = sub.add_parser("create", help="print a new token (shown once)")
         create.add_argument("--user", required=True)
         create.add_argument("--name", default="cli")
+        create.add_argument("--project", default=None, help="project slug (default: the only project)")
         listing = sub.add_parser("list", help="a user's tokens")
         listing.add_argument("--user", required=True)
         revoke = sub.add_parser("revoke", help="revoke a token by the prefix shown in `list`")
@@ -31,7 +34,15 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         action = opts["action"]
         if action == "create":
-            _token, plain = token_create(user=self._user(opts["user"]), name=opts["name"])
+            user = self._user(opts["user"])
+            try:
+                project = project_named(opts["project"])
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
+            if not Membership.objects.filter(user=user, project=project).exists():
+                # The token would be refused at once: a token works for members only.
+                raise CommandError(f"{user} is not a member of {project.slug}")
+            _token, plain = token_create(user=user, project_id=project.pk, name=opts["name"])
             # Only the token on stdout, so `TOKEN=$(manage.py apitoken create ...)` works.
             self.stdout.write(plain)
         elif action == "list":

@@ -1,0 +1,56 @@
+"""A project and its members' roles (DESIGN.md 3, "Who may do what")."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Project(models.Model):
+    """A team's runs, tasks, policies and API tokens. Every run belongs to one."""
+
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=60, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Role(models.TextChoices):
+    """Each role can do what the one before it can, and more."""
+
+    VIEWER = "viewer", "viewer (read)"
+    REVIEWER = "reviewer", "reviewer (labels, forks, reruns)"
+    ADMIN = "admin", "admin (policies, tokens, members, what-if winners)"
+
+
+RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2}
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project__name", "project_id"]
+        constraints = [models.UniqueConstraint(fields=["user", "project"], name="membership_user_project_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project} ({self.role})"
+
+    def has_role(self, role: str) -> bool:
+        return RANK[Role(self.role)] >= RANK[Role(role)]
+
+    @property
+    def is_reviewer(self) -> bool:
+        return self.has_role(Role.REVIEWER)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.has_role(Role.ADMIN)

@@ -1,0 +1,71 @@
+"""Writes on projects and their members."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from agentlab.projects.models import Membership, Project, Role
+
+
+class MembershipError(ValueError):
+    pass
+
+
+def _keep_an_admin(project: Project, leaving: Membership) -> None:
+    # A project with no admin could never be administered again from the UI.
+    if leaving.role == Role.ADMIN and not (
+        Membership.objects.select_for_update().filter(project=project, role=Role.ADMIN).exclude(pk=leaving.pk).exists()
+    ):
+        raise MembershipError(f"{leaving.user} is the last admin of {project}: make someone else admin first.")
+
+
+def membership_add(*, project: Project, username: str, role: str) -> Membership:
+    if role not in Role.values:
+        raise MembershipError(f"unknown role {role!r}: one of {', '.join(Role.values)}")
+    user = get_user_model().objects.filter(username=username.strip()).first()
+    if user is None:
+        raise MembershipError(f"no user named {username.strip()[:150]!r}")
+    membership, created = Membership.objects.get_or_create(user=user, project=project, defaults={"role": role})
+    if not created:
+        raise MembershipError(f"{user} is already a {membership.role} of {project}")
+    return membership
+
+
+@transaction.atomic
+def membership_set_role(*, membership: Membership, role: str) -> Membership:
+    if role not in Role.values:
+        raise MembershipError(f"unknown role {role!r}: one of {', '.join(Role.values)}")
+    if role != Role.ADMIN:
+        _keep_an_admin(membership.project, membership)
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership) -> None:
+    _keep_an_admin(membership.project, membership)
+    membership.delete()
+
+
+@transaction.atomic
+def project_create(*, name: str, slug: str, admin) -> Project:
+    project = Project.objects.create(name=name, slug=slug)
+    Membership.objects.create(user=admin, project=project, role=Role.ADMIN)
+    return project
+
+
+def project_named(slug: str | None) -> Project:
+    """The project a command line names (`--project`); without one, the only
+    project there is. ValueError says which exist when that is ambiguous."""
+    if slug:
+        found = Project.objects.filter(slug=slug).first()
+        if found is None:
+            raise ValueError(f"no project {slug!r}; projects: {', '.join(Project.objects.values_list('slug', flat=True))}")
+        return found
+    projects = list(Project.objects.all()[:2])
+    if len(projects) != 1:
+        raise ValueError("name the project with --project <slug>"
+                         + ("" if projects else " (there is none yet: run `manage.py loaddemo` or create one)"))
+    return projects[0]
