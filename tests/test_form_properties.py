@@ -190,5 +190,5 @@ DASHBOARD_FILTERS = ["since", "until", "task", "model", "mode", "policy"]
        data=st.data())
 def test_the_filter_forms(admin_client, world, page, data):
     url, names = page
-    query = data.draw(st.fixed_dictionaries({}, optional={name: junk for name in names}))
+    query = data.draw(st.fixed_dictionaries({}, optional=dict.fromkeys(names, junk)))
     _submit(admin_client, "GET", url, query)
