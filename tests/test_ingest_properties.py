@@ -172,14 +172,19 @@ bodies = st.one_of(
 )
 
 
+def _post_to_a_live_run(client, user, token, action: str, body: str | bytes):
+    run = Run.objects.create(owner=user, prompt="p", provider="import", source="api", status="running")
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    response = client.generic("POST", f"/api/runs/{run.pk}/{action}", raw, content_type="application/json",
+                              HTTP_AUTHORIZATION=f"Bearer {token}")
+    return run, response
+
+
 @PROPERTY_SETTINGS
 @given(body=bodies)
 def test_the_step_api_answers_junk_with_a_4xx_and_writes_nothing(client, user, token, body):
     with transaction.atomic():
-        run = Run.objects.create(owner=user, prompt="p", provider="import", source="api", status="running")
-        raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
-        response = client.generic("POST", f"/api/runs/{run.pk}/steps", raw, content_type="application/json",
-                                  HTTP_AUTHORIZATION=f"Bearer {token}")
+        run, response = _post_to_a_live_run(client, user, token, "steps", body)
         assert response.status_code in (200, 400, 413), (response.status_code, response.content[:300])
         event(f"status {response.status_code}")
         if response.status_code != 200:
@@ -220,10 +225,7 @@ finish_bodies = st.one_of(
 @given(body=finish_bodies)
 def test_finishing_a_run_answers_junk_with_a_4xx_and_changes_nothing(client, user, token, body):
     with transaction.atomic():
-        run = Run.objects.create(owner=user, prompt="p", provider="import", source="api", status="running")
-        raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
-        response = client.generic("POST", f"/api/runs/{run.pk}/finish", raw, content_type="application/json",
-                                  HTTP_AUTHORIZATION=f"Bearer {token}")
+        run, response = _post_to_a_live_run(client, user, token, "finish", body)
         assert response.status_code in (200, 400), (response.status_code, response.content[:300])
         event(f"status {response.status_code}")
         run.refresh_from_db()
