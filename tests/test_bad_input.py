@@ -198,6 +198,12 @@ def test_nul_in_a_review_note_is_refused(admin, make_run):
     assert item.label_count == 0
 
 
+def test_nul_in_a_query_lookup_is_not_a_500(admin):
+    # Postgres refuses NUL even as a lookup value: these pages never send one to it.
+    assert admin.get("/runs/new/", {"task": "a\x00"}).status_code == 404
+    assert admin.get("/whatif/", {"policy": "default\x00"}).status_code == 200
+
+
 # --- the JSONL import ------------------------------------------------------------
 
 GOOD = '{"run_id": "RID", "task": "t", "steps": [{"index": 0, "kind": "thought", "content": "x"}]}'

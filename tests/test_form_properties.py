@@ -46,7 +46,7 @@ junk = st.one_of(
         '{"thresholds": {"loop_repeats": ' + "9" * 5000 + "}}", '{"ladder": 5}', '{"windows": {"stagnation": 1e300}}',
         '{"version": 2147483648}', '{"name": "x\\u0000", "ladder": {"stop_streak": 4}}', '{"a": "\\udc00"}',
         POLICY_JSON, "on", "sim", "openai", "tools", "text", "default", "ladder.stop_streak", "correct",
-        "wrongly_killed", "justified", "<script>alert(1)</script>", "x" * 5000,
+        "wrongly_killed", "justified", str(2**31), str(2**63), str(-(2**63) - 1), "<script>alert(1)</script>", "x" * 5000,
     ]),
 )
 
@@ -186,9 +186,12 @@ DASHBOARD_FILTERS = ["since", "until", "task", "model", "mode", "policy"]
 @given(page=st.sampled_from([("/runs/", RUN_FILTERS), ("/reviews/", QUEUE_FILTERS),
                              ("/dashboard/", DASHBOARD_FILTERS), ("/compare/", ["runs", "by"]),
                              ("/compare/cell/", ["run", "step"]), ("/compare/diff/", ["a", "b", "runs"]),
-                             ("/reviews/figures/", QUEUE_FILTERS), ("/reviews/export.csv", QUEUE_FILTERS)]),
+                             ("/reviews/figures/", QUEUE_FILTERS), ("/reviews/export.csv", QUEUE_FILTERS),
+                             ("/runs/{run}/steps/", ["after"]), ("/reviews/{run}/3/fork/steps/", ["after"]),
+                             ("/whatif/", ["policy"]), ("/runs/new/", ["task"])]),
        data=st.data())
 def test_the_filter_forms(admin_client, world, page, data):
     url, names = page
+    url = url.format(run=world["run"].pk)
     query = data.draw(st.fixed_dictionaries({}, optional=dict.fromkeys(names, junk)))
     _submit(admin_client, "GET", url, query)

@@ -199,7 +199,9 @@ def _spec(form: NewRunForm) -> services.RunSpec:
 def run_new(request: HttpRequest) -> HttpResponse:
     initial = {}
     if request.method == "GET" and request.GET.get("task"):
-        task = Task.objects.filter(slug=request.GET["task"]).first()
+        slug = request.GET["task"]
+        # Postgres refuses NUL even in a lookup; no slug holds one.
+        task = Task.objects.filter(slug=slug).first() if "\x00" not in slug else None
         if task is None:
             raise Http404("unknown task")
         initial["task"] = task
