@@ -18,9 +18,10 @@ from typing import Any
 # Nesting deeper than this is refused: real documents are a few levels deep,
 # and every consumer (json.dumps, detectors, templates) walks them recursively.
 MAX_DEPTH = 100
-# Python's own default for int(str) (sys.int_info.default_max_str_digits),
-# stated here so the limit does not move with the interpreter's settings.
+# Python's own limit for int(str) (sys.int_info.default_max_str_digits): json
+# refuses longer integers itself, faster than a hook called for every number.
 MAX_INT_DIGITS = 4300
+_INT_DIGITS = re.compile(r"value has (\d+) digits")
 NUL = "\x00"
 NUL_STANDIN = "\ufffd"
 
@@ -45,11 +46,12 @@ def _finite(text: str) -> float:
     return value
 
 
-def _integer(text: str) -> int:
-    digits = len(text.lstrip("-"))
-    if digits > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of {digits:,} digits (at most {MAX_INT_DIGITS:,})")
-    return int(text)
+def _digits_message(exc: ValueError) -> str:
+    # Python's own refusal names sys.set_int_max_str_digits, which means nothing to a client.
+    found = _INT_DIGITS.search(str(exc))
+    if found is None:
+        return str(exc)
+    return f"an integer of {int(found.group(1)):,} digits (at most {MAX_INT_DIGITS:,})"
 
 
 def loads(text: str | bytes, *, where: str = "the text", root: str = "$", max_depth: int = MAX_DEPTH) -> Any:
@@ -62,15 +64,32 @@ def loads(text: str | bytes, *, where: str = "the text", root: str = "$", max_de
             raise UntrustedJsonError(
                 f"{where} is not valid UTF-8 (byte 0x{text[exc.start]:02x} at offset {exc.start})") from exc
     try:
-        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite, parse_int=_integer)
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise UntrustedJsonError(f"{where} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
     except RecursionError as exc:
         raise UntrustedJsonError(f"{where} is not acceptable JSON: it is nested too deeply") from exc
-    except ValueError as exc:  # the constants, floats and integers refused above
-        raise UntrustedJsonError(f"{where} is not acceptable JSON: {exc}") from exc
-    _check(data, where, root, max_depth, surrogates=bool(_SURROGATE_ESCAPE.search(text)))
+    except ValueError as exc:  # the constants and floats refused above; integers past MAX_INT_DIGITS
+        raise UntrustedJsonError(f"{where} is not acceptable JSON: {_digits_message(exc)}") from exc
+    surrogates = bool(_SURROGATE_ESCAPE.search(text))
+    if surrogates or _too_deep(data, max_depth):
+        # The slow walk, with paths for the message; most texts never need it.
+        _check(data, where, root, max_depth, surrogates=surrogates)
     return _without_nul(data) if "\\u0000" in text else data
+
+
+def _too_deep(value: Any, max_depth: int) -> bool:
+    if not isinstance(value, (dict, list)):
+        return False
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            return True
+        for child in (item.values() if isinstance(item, dict) else item):
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
 
 
 def _check(value: Any, where: str, root: str, max_depth: int, *, surrogates: bool) -> None:
