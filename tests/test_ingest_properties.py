@@ -7,9 +7,13 @@ counts; a refused request or line leaves nothing behind).
 
 from __future__ import annotations
 
+import io
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.db.models import Count
 from hypothesis import HealthCheck, event, given, settings
@@ -32,7 +36,7 @@ PROPERTY_SETTINGS = settings(max_examples=120, deadline=None,
 odd_text = st.one_of(
     st.text(max_size=40),
     st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=20),
-    st.sampled_from(["", " ", "\x00", "\ud800", "用户想要退款 refund #W1", '{"rows": [1,', "[]", "null",
+    st.sampled_from(["", " ", "\x00", "\ud800", "\udc00", "\udfff", "a\udc80b", "用户想要退款 refund #W1", '{"rows": [1,', "[]", "null",
                      "Traceback (most recent call last):", "\x7fELF\x00\x01", "NaN", "0 rows"]),
 )
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
@@ -117,7 +121,13 @@ lines = st.one_of(
     st.builds(_dump, trajectory_dicts, st.booleans()),
     st.builds(lambda d: _dump(d, True)[:-3], trajectory_dicts),  # cut short
     st.sampled_from(['{"run_id": "x", "steps": [], "reward": NaN}', '{"run_id": 1, "steps": [], "t": 1e999}',
-                     "[" * 5000 + "]" * 5000]),
+                     "[" * 5000 + "]" * 5000, "[" * 200_000]),
+    # A number past Python's 4,300-digit limit, or a field's range, anywhere in a plausible line.
+    st.builds(lambda d, field, digits: _dump({**d, field: "@BIG@"}, True).replace('"@BIG@"', "9" * digits),
+              plausible_trajectories, st.sampled_from(["reward", "run_id", "success"]),
+              st.sampled_from([10, 400, 4301, 5000])),
+    st.builds(lambda d, index: _dump({**d, "steps": [{"index": index, "kind": "thought", "content": "x"}]}, True),
+              plausible_trajectories, st.sampled_from([2**31 - 1, 2**31, 2**63, -1])),
 )
 
 
@@ -158,17 +168,24 @@ bodies = st.one_of(
     st.builds(lambda steps, ascii_only: _dump({"steps": steps}, ascii_only), plausible_steps, st.booleans()),
     st.builds(lambda steps, extra: _dump({"steps": steps, **extra}, True), st.lists(step_dicts, max_size=3),
               st.dictionaries(st.text(max_size=5), json_values, max_size=2)),
+    st.sampled_from(["[" * 200_000, '{"steps": [{"index": 0, "kind": "thought", "prompt_tokens": ' + "9" * 5000 + "}]}",
+                     '{"steps": [{"index": 2147483648, "kind": "thought"}]}']),
 )
+
+
+def _post_to_a_live_run(client, user, token, action: str, body: str | bytes):
+    run = Run.objects.create(project=team(), owner=user, prompt="p", provider="import", source="api", status="running")
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    response = client.generic("POST", f"/api/runs/{run.pk}/{action}", raw, content_type="application/json",
+                              HTTP_AUTHORIZATION=f"Bearer {token}")
+    return run, response
 
 
 @PROPERTY_SETTINGS
 @given(body=bodies)
 def test_the_step_api_answers_junk_with_a_4xx_and_writes_nothing(client, user, token, body):
     with transaction.atomic():
-        run = Run.objects.create(project=team(), owner=user, prompt="p", provider="import", source="api", status="running")
-        raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
-        response = client.generic("POST", f"/api/runs/{run.pk}/steps", raw, content_type="application/json",
-                                  HTTP_AUTHORIZATION=f"Bearer {token}")
+        run, response = _post_to_a_live_run(client, user, token, "steps", body)
         assert response.status_code in (200, 400, 413), (response.status_code, response.content[:300])
         event(f"status {response.status_code}")
         if response.status_code != 200:
@@ -190,5 +207,54 @@ def test_run_creation_answers_junk_with_a_4xx_and_creates_nothing(client, token,
         event(f"status {response.status_code}")
         if response.status_code != 201:
             assert response.json()["error"] and Run.objects.count() == 0
+        _assert_whole()
+        transaction.set_rollback(True)
+
+
+finish_bodies = st.one_of(
+    st.binary(max_size=40),
+    st.builds(_dump, json_values, st.booleans()),
+    st.builds(_dump, st.fixed_dictionaries({}, optional={
+        "status": _maybe(st.sampled_from(["finished", "stopped", "error", "succeeded", "failed", "done"])),
+        "success": _maybe(st.booleans()), "final_answer": _maybe(odd_text), "reason": _maybe(odd_text)}),
+        st.booleans()),
+    st.sampled_from(['{"final_answer": ' + "9" * 5000 + "}", "[" * 200_000, '{"final_answer": "\\udc00"}']),
+)
+
+
+@PROPERTY_SETTINGS
+@given(body=finish_bodies)
+def test_finishing_a_run_answers_junk_with_a_4xx_and_changes_nothing(client, user, token, body):
+    with transaction.atomic():
+        run, response = _post_to_a_live_run(client, user, token, "finish", body)
+        assert response.status_code in (200, 400), (response.status_code, response.content[:300])
+        event(f"status {response.status_code}")
+        run.refresh_from_db()
+        if response.status_code == 400:
+            assert response.json()["error"]
+            assert run.status == "running" and run.final_answer == "" and run.finished_at is None
+        else:
+            assert run.status in ("finished", "error", "stopped")
+        transaction.set_rollback(True)
+
+
+@settings(PROPERTY_SETTINGS, max_examples=40)
+@given(batch=st.lists(st.one_of(lines, st.builds(_dump, plausible_trajectories, st.booleans())), min_size=1,
+                      max_size=4))
+def test_the_import_command_reports_bad_lines_by_number_without_a_traceback(user, batch):
+    encoded = [line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line for line in batch]
+    with transaction.atomic(), tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "junk.jsonl"
+        # One trajectory a line: a newline inside generated junk would start another.
+        path.write_bytes(b"\n".join(line.replace(b"\n", b" ").replace(b"\r", b" ") for line in encoded) + b"\n")
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            call_command("importjsonl", str(path), stdout=out, stderr=err)
+        except CommandError as exc:
+            assert "line(s) rejected" in str(exc)
+        reports = err.getvalue().splitlines()
+        assert all(line.startswith(f"{path}:") and line.split(":", 2)[1].isdigit() for line in reports), reports
+        assert "Traceback" not in out.getvalue() + err.getvalue()
+        assert f"imported {Run.objects.count()} runs" in out.getvalue()
         _assert_whole()
         transaction.set_rollback(True)

@@ -256,6 +256,8 @@ def token_list(request: HttpRequest) -> HttpResponse:
         name = request.POST.get("name", "").strip()
         if not name or len(name) > 100:
             error = "Give the token a name of 1 to 100 characters."
+        elif "\x00" in name:
+            error = "The name contains a NUL character, which cannot be stored."
         else:
             token, plain = token_create(user=request.user, project_id=admin.project_id, name=name)
             created = {"token": token, "plain": plain}

@@ -7,6 +7,7 @@ run without Django. The recorder maps a ``Step`` onto ``tracing.models.Step``.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,6 +44,11 @@ REPLY_TOOLS = frozenset({"respond", "reply", "send_message", "message_user", "sa
 
 # Run-level context keys (what the agent was told before its first step).
 CONTEXT_KEYS = ("system", "tools")
+# What the step table holds: index is a Postgres integer, tool a varchar(120).
+MAX_INDEX = 2**31 - 1
+MAX_TOOL_CHARS = 120
+# An integer reward past this cannot become a float (the outcome compares one).
+_LARGEST_FLOAT = int(sys.float_info.max)
 
 
 @dataclass
@@ -168,8 +174,8 @@ def trajectory_from_dict(data: Any) -> Trajectory:
         if not isinstance(raw, dict):
             raise TrajectoryError(f"steps[{pos}] must be an object")
         index = raw.get("index", pos)
-        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-            raise TrajectoryError(f"steps[{pos}].index must be a non-negative integer")
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= MAX_INDEX:
+            raise TrajectoryError(f"steps[{pos}].index must be an integer from 0 to {MAX_INDEX}")
         kind = raw.get("kind")
         if kind not in KINDS:
             raise TrajectoryError(f"steps[{pos}].kind must be one of {', '.join(KINDS)}")
@@ -181,6 +187,8 @@ def trajectory_from_dict(data: Any) -> Trajectory:
         tool = raw.get("tool")
         if tool is not None and not isinstance(tool, str):
             raise TrajectoryError(f"steps[{pos}].tool must be a string or null")
+        if tool is not None and len(tool) > MAX_TOOL_CHARS:
+            raise TrajectoryError(f"steps[{pos}].tool is longer than {MAX_TOOL_CHARS} characters")
         meta = raw.get("meta") or {}
         if not isinstance(meta, dict):
             raise TrajectoryError(f"steps[{pos}].meta must be an object")
@@ -204,6 +212,8 @@ def trajectory_from_dict(data: Any) -> Trajectory:
     reward = data.get("reward")
     if reward is not None and (not isinstance(reward, (int, float)) or isinstance(reward, bool)):
         raise TrajectoryError("'reward' must be a number or null")
+    if isinstance(reward, int) and abs(reward) > _LARGEST_FLOAT:
+        raise TrajectoryError("'reward' is too large a number")
     task = data.get("task", "")
     if not isinstance(task, str):
         raise TrajectoryError("'task' must be a string")

@@ -218,6 +218,11 @@ class Policy:
         return cls(**kwargs)
 
 
+# No count or window needs more; it is also what a Postgres integer holds
+# (a policy's version is one).
+MAX_SETTING = 2**31 - 1
+
+
 def _int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
@@ -226,6 +231,8 @@ def _int(value: Any, name: str, minimum: int) -> int:
             raise PolicyError(name, "must be an integer")
     if value < minimum:
         raise PolicyError(name, f"must be >= {minimum}")
+    if value > MAX_SETTING:
+        raise PolicyError(name, f"must be <= {MAX_SETTING:,}")
     return value
 
 

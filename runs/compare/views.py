@@ -214,7 +214,10 @@ def compare_save(request: HttpRequest) -> HttpResponse:
         runs = _selection(request, request.POST.getlist("runs"))
     except SelectionError as exc:
         return _error(request, str(exc))
-    group, moved = group_save(owner=request.user, project_id=access.project_id(request), runs=runs, name=request.POST.get("name", "").strip())
+    name = request.POST.get("name", "").strip()
+    if "\x00" in name:
+        return _error(request, "The name contains a NUL character, which cannot be stored.")
+    group, moved = group_save(owner=request.user, project_id=access.project_id(request), runs=runs, name=name)
     note = f" ({moved} of them left their previous group)" if moved else ""
     messages.success(request, f"Saved {len(runs)} runs as {group}{note}.")
     return redirect("compare:group", group_id=group.pk)

@@ -1,13 +1,15 @@
 """Import trajectories in the JSONL format of shared/eval/README.md as runs.
 
-Each line is its own transaction: a bad line is reported with its number and
-skipped, a good line lands whole (run, steps, summary, signals, anchor break,
-review items for its interruptions). Importing a file again is a no-op: a run
+Each line is one run and its own transaction: a bad line is reported with its
+number and nothing of it is stored, a good line lands whole (run, steps,
+summary, signals, anchor break, review items for its interruptions), whatever
+the lines around it hold. Importing a file again is a no-op: a run
 is found by (owner, source, its id in the file) and reported as already there.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +27,8 @@ from tracing.ingest.writes import write_new_steps
 from tracing.recorder import clean_text, clean_value
 from tracing.steps import Trajectory, TrajectoryError, trajectory_from_dict
 from tracing.summary import RunSummary
+
+logger = logging.getLogger(__name__)
 
 # A line longer than this is refused before parsing: one run of 10,000 steps
 # of 1 KB each fits; a 100 MB line is a mistake or an attack.
@@ -192,6 +196,11 @@ def import_lines(lines: Iterable[bytes | str], *, project_id: int, owner=None, s
             # Rolled back with the line's transaction: nothing of it was written.
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             result.errors.append((lineno, f"could not be stored: {first}"))
+            continue
+        except Exception as exc:  # one line's bug must not cost the lines after it
+            # Rolled back like a database error; logged, since validation should have caught it.
+            logger.exception("import: line %d failed", lineno)
+            result.errors.append((lineno, f"could not be imported ({type(exc).__name__}); nothing of it was stored"))
             continue
         if created:
             result.run_ids.append(run.pk)

@@ -8,6 +8,7 @@ from django import forms
 
 from runs.policies.fields import FIELDS
 from runs.policies.services import COLUMNS
+from tracing import untrusted_json
 from tracing.steps import TIERS
 from tracing.watchdog import Ladder, PolicyError, Thresholds, Windows
 from tracing.watchdog import Policy as WatchdogPolicy
@@ -105,9 +106,9 @@ class PolicyForm(forms.Form):
     def _clean_json(self, data: dict[str, Any]) -> dict[str, Any]:
         raw = data.get("config") or ""
         try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            self.add_error("config", f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")
+            parsed = untrusted_json.loads(raw, where="the policy", root="policy")
+        except untrusted_json.UntrustedJsonError as exc:
+            self.add_error("config", str(exc))
             return data
         if isinstance(parsed, dict):
             for key in COLUMNS:

@@ -110,6 +110,8 @@ def review_label(*, item_id: int, reviewer, value: str, note: str = "") -> Revie
     note = (note or "").strip()
     if len(note) > NOTE_MAX_CHARS:
         raise ReviewError(f"the note is longer than {NOTE_MAX_CHARS} characters")
+    if "\x00" in note:
+        raise ReviewError("the note contains a NUL character, which cannot be stored")
     with transaction.atomic():
         item = ReviewItem.objects.select_for_update().only("pk", "prior", "fork_outcome").get(pk=item_id)
         current = ReviewLabel.objects.filter(item_id=item.pk, reviewer=reviewer, is_current=True).first()

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import fields
 
 from django import forms
 
 from runs.policies.models import Policy
 from runs.policies.services import COLUMNS
+from tracing import untrusted_json
 from tracing.watchdog import Ladder, Thresholds, Windows
 
 SWEEPABLE = [f"{section}.{f.name}" for section, kind in (("thresholds", Thresholds), ("windows", Windows),
@@ -31,12 +32,14 @@ class WhatIfForm(forms.Form):
     def clean(self):
         data = super().clean()
         try:
-            config = json.loads(data.get("config") or "")
-        except json.JSONDecodeError as exc:
-            self.add_error("config", f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")
+            config = untrusted_json.loads(data.get("config") or "", where="the policy", root="policy")
+        except untrusted_json.UntrustedJsonError as exc:
+            self.add_error("config", str(exc))
             return data
-        if isinstance(config, dict):
-            config = {k: v for k, v in config.items() if k not in COLUMNS}
+        if not isinstance(config, dict):
+            self.add_error("config", "the policy must be a JSON object: {\"thresholds\": {...}, \"ladder\": {...}}")
+            return data
+        config = {k: v for k, v in config.items() if k not in COLUMNS}
         data["config_obj"] = config
         values: list[float] = []
         raw = (data.get("sweep_values") or "").strip()
@@ -45,7 +48,9 @@ class WhatIfForm(forms.Form):
                 values = [float(v) if "." in v else int(v) for v in (x.strip() for x in raw.split(",")) if v]
             except ValueError:
                 self.add_error("sweep_values", "numbers separated by commas")
-            if not values:
+            if not all(math.isfinite(v) for v in values):
+                self.add_error("sweep_values", "finite numbers only")
+            elif not values:
                 self.add_error("sweep_values", "give the values to sweep")
         data["values"] = values
         return data

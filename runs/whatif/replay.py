@@ -60,6 +60,10 @@ def sweep_policies(base: dict[str, Any], path: str, values: Sequence[float]) -> 
     section, _, name = path.partition(".")
     if section not in ("thresholds", "windows", "ladder") or not name:
         raise PolicyError(path or "sweep", "sweep a field like thresholds.novelty_min or ladder.stop_streak")
+    if not isinstance(base, dict):
+        raise PolicyError("(root)", "a policy must be a JSON object")
+    if not isinstance(base.get(section, {}), dict):
+        raise PolicyError(section, "must be an object")
     policies = []
     for value in values:
         config = copy.deepcopy(base)

@@ -30,7 +30,8 @@ def whatif_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         access.require_reviewer(request)
     base = None
-    if request.method == "GET" and request.GET.get("policy"):
+    # Postgres refuses NUL even in a lookup; no policy name holds one.
+    if request.method == "GET" and request.GET.get("policy") and "\x00" not in request.GET["policy"]:
         base = access.policies_for(request).filter(name=request.GET["policy"]).order_by("-version").first()
     initial = {"policy": base, "config": json.dumps(policy_config(base.as_policy() if base else DEFAULT_POLICY), indent=2),
                "sweep_path": "ladder.stop_streak", "sweep_values": "6, 8, 10, 12, 14"}

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracing.steps import KINDS, ROLES, Step, TrajectoryError, parse_context
+from tracing import untrusted_json
+from tracing.steps import KINDS, MAX_TOOL_CHARS, ROLES, Step, TrajectoryError, parse_context
 
 # Postgres `integer` columns (index, tokens).
 MAX_INT = 2**31 - 1
-# tracing_step.tool is varchar(120).
-MAX_TOOL_CHARS = 120
 # args / meta nested deeper than this are refused: real tool arguments are a
 # few levels deep, and the detectors walk them recursively.
 MAX_JSON_DEPTH = 32
@@ -46,10 +44,6 @@ RUN_FIELDS = frozenset(
 )
 FINISH_FIELDS = frozenset({"status", "final_answer", "reason", "success"})
 
-# A \uD800-\uDFFF escape in the text: json.loads turns a lone one into a code
-# point that is not valid UTF-8 and that Postgres would refuse mid-write.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
-
 
 class ApiError(ValueError):
     """A request the API refuses; ``status`` is the HTTP status, the message names the problem."""
@@ -59,58 +53,17 @@ class ApiError(ValueError):
         self.status = status
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text[:40]} is too large a number")
-    return value
-
-
-def loads_strict(text: str, where: str = "the body", root: str = "body") -> Any:
-    """JSON as Postgres' jsonb takes it: no NaN / Infinity (Python reads them,
-    jsonb refuses them mid-write), no number past a float's range, no integer
-    too long to convert, no lone UTF-16 surrogate escape. Raises ApiError naming
-    `where` (the whole text) or the path from `root` to the bad string."""
+def loads_strict(text: str | bytes, where: str = "the body", root: str = "body") -> Any:
+    """JSON as Postgres takes it (tracing.untrusted_json); raises ApiError
+    naming `where` (the whole text) or the path from `root` to the bad value."""
     try:
-        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-    except json.JSONDecodeError as exc:
-        raise ApiError(f"{where} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
-    except RecursionError as exc:
-        raise ApiError(f"{where} is not acceptable JSON: it is nested too deeply") from exc
-    except ValueError as exc:  # the constants and floats above; Python's limit on integer digits
-        raise ApiError(f"{where} is not acceptable JSON: {exc}") from exc
-    if _SURROGATE_ESCAPE.search(text):
-        _check_strings(data, root)
-    return data
+        return untrusted_json.loads(text, where=where, root=root)
+    except untrusted_json.UntrustedJsonError as exc:
+        raise ApiError(str(exc)) from exc
 
 
 def load_json(raw: bytes) -> Any:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ApiError(f"the body is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from exc
-    return loads_strict(text)
-
-
-def _check_strings(value: Any, where: str) -> None:
-    stack = [(value, where)]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise ApiError(f"{path} contains a lone UTF-16 surrogate escape, which is not valid Unicode") from exc
-        elif isinstance(item, dict):
-            for key, val in item.items():
-                stack.append((key, path))
-                stack.append((val, f"{path}.{key}"))
-        elif isinstance(item, list):
-            stack.extend((val, f"{path}[{i}]") for i, val in enumerate(item))
+    return loads_strict(raw)
 
 
 def _depth_ok(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -144,7 +97,7 @@ def _str(value: Any, where: str, *, max_chars: int | None = None) -> str:
     if max_chars is not None and len(value) > max_chars:
         raise ApiError(f"{where} is longer than {max_chars} characters")
     # Postgres text cannot hold NUL; tool output and pasted binaries do.
-    return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    return untrusted_json.clean_text(value)
 
 
 def _object(value: Any, where: str) -> dict:
