@@ -1,7 +1,7 @@
 """Celery's autodiscovery imports an app's `tasks` module: this one gathers
 the feature packages' tasks so the worker registers them."""
 
-from runs.launch.tasks import execute_run
+from runs.launch.tasks import execute_run, reconcile_runs
 from runs.whatif.tasks import execute_whatif
 
-__all__ = ["execute_run", "execute_whatif"]
+__all__ = ["execute_run", "execute_whatif", "reconcile_runs"]

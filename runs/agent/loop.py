@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import openai
 
-from runs.agent.tools import Tool, ToolRegistry, ToolResult
+from runs.agent.tools import RunAborted, Tool, ToolRegistry, ToolResult
 from tracing.steps import Intervention, Step
 
 # What enters the model context per observation; the full text stays in the step.
@@ -611,6 +611,8 @@ class _Run:
         else:
             try:
                 result = tool(_args_dict(tool, call.args))
+            except RunAborted:
+                raise
             except Exception as exc:  # a tool bug is the agent's observation, not a crashed run
                 result = ToolResult(f"{call.tool} failed: {exc}", "error")
         latency = (time.perf_counter() - started) * 1000
