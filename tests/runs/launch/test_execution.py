@@ -157,3 +157,12 @@ def test_status_and_outcome_are_two_things(make_run, outcome, status, success):
     run = make_run(status="running")
     done = execution.run_finish(run_id=run.pk, outcome=outcome)
     assert (done.status, done.success, done.stopped_by) == (status, success, outcome.stopped_by or "")
+
+
+def test_a_model_answering_an_html_page_ends_the_run_in_error_unscored(make_run):
+    from tests.runs.agent.test_bad_endpoint import HTML, client_answering
+
+    run = make_run(status="queued")
+    done = execution.run_execute(run_id=run.pk, client=client_answering(HTML.encode(), "text/html"))
+    assert (done.status, done.success) == ("error", None)
+    assert done.reason.startswith("model answered an HTML page, not a JSON completion: <html>")
