@@ -221,7 +221,7 @@ RUN_CONTROL_QUEUE = env_str("RUN_CONTROL_QUEUE", f"{RUN_QUEUE}-control")
 RUN_HEARTBEAT_S = env_float("RUN_HEARTBEAT_S", 3.0)
 # A running run whose lock is free and whose heartbeat is older than this is
 # resumed (or ended) by the reconciler.
-RUN_STALE_S = env_float("RUN_STALE_S", 12.0)
+RUN_STALE_S = env_float("RUN_STALE_S", 9.0)
 # A queued run older than this with no message in the broker is sent again.
 RUN_QUEUED_GRACE_S = env_float("RUN_QUEUED_GRACE_S", 10.0)
 # A run resumed this many times ends `error` instead (a run that kills its worker).
