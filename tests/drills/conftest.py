@@ -3,6 +3,7 @@ session (migrated and loaded once), workers per drill on queues of their own."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -38,10 +39,8 @@ def private_stack(sim_url):
         finally:
             if redis.proc is not None and redis.proc.poll() is None:
                 redis.kill()
-            try:
+            with contextlib.suppress(subprocess.CalledProcessError):  # a drill left it stopped
                 pg.stop()
-            except subprocess.CalledProcessError:
-                pass  # a drill left it stopped
 
 
 def cli(env: dict[str, str], *args: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +130,5 @@ def test_postgres_stopped_8_s_mid_run(drill):
         seen = conn.execute("SELECT count(*) FROM tracing_step WHERE run_id = ANY(%s) AND text ILIKE %s",
                             (ids, "%server closed%")).fetchone()[0]
     assert seen == 0
+    log = (Path(env["DRILL_DIR"]) / "runs.log").read_text(errors="replace")
+    assert "database error" in log and "retrying" in log  # the worker's backoff, not its error path
