@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -33,7 +34,7 @@ from django.utils import timezone
 
 from runs.launch.lease import lock_for_transaction
 from runs.launch.models import Run
-from runs.queue import QueueUnavailable, enqueue
+from runs.queue import QueueUnavailable
 from tracing.models import Step
 from tracing.recorder import Recorder
 from tracing.signals import send_run_ended
@@ -66,26 +67,28 @@ def queued_message_ids() -> set[str]:
         client.close()
 
 
-def _send(run_id: int, task_id: str) -> bool:
-    from runs.launch.tasks import execute_run  # the task module imports the worker side
+# Sends a run's message under the given id (runs.launch.tasks.send_run): passed
+# in, as the task module imports this one.
+Send = Callable[[int, str], None]
 
+
+def _send(send: Send, run_id: int, task_id: str) -> bool:
     try:
-        # Nothing to undo: the run stays as it is and the next sweep tries again.
-        enqueue(execute_run, run_id, task_id=task_id, undo=lambda: None)
+        send(run_id, task_id)
     except QueueUnavailable as exc:
         log.warning("run %s not sent: %s", run_id, exc)
         return False
     return True
 
 
-def _resend_queued(now) -> int:
+def _resend_queued(now, send: Send) -> int:
     waiting = list(Run.objects.filter(status=Run.Status.QUEUED, provider__in=EXECUTED,
                                       created_at__lt=now - timedelta(seconds=settings.RUN_QUEUED_GRACE_S))
                    .values_list("pk", "celery_id"))
     if not waiting:
         return 0
     live = queued_message_ids()
-    return sum(_send(pk, celery_id) for pk, celery_id in waiting if celery_id not in live)
+    return sum(_send(send, pk, celery_id) for pk, celery_id in waiting if celery_id not in live)
 
 
 def run_end_unheld(run: Run, *, status: str, reason: str, stopped_by: str = "") -> None:
@@ -107,7 +110,7 @@ def run_end_unheld(run: Run, *, status: str, reason: str, stopped_by: str = "") 
     transaction.on_commit(lambda: send_run_ended(run_id))
 
 
-def _take_over(run_id: int, stale_before) -> str:
+def _take_over(run_id: int, stale_before, send: Send) -> str:
     """Resume or end one running run if nobody holds it: "resumed", "ended" or ""."""
     with transaction.atomic():
         if not lock_for_transaction(run_id):
@@ -128,17 +131,19 @@ def _take_over(run_id: int, stale_before) -> str:
         # before a worker has had RUN_STALE_S to take the message.
         task_id = str(uuid.uuid4())
         Run.objects.filter(pk=run_id).update(celery_id=task_id, heartbeat_at=timezone.now())
-        transaction.on_commit(lambda: _send(run_id, task_id))
+        transaction.on_commit(lambda: _send(send, run_id, task_id))
     log.warning("run %s: no worker held it since %s; resuming it from its stored steps", run_id,
                 run.heartbeat_at or run.started_at)
     return "resumed"
 
 
-def runs_reconcile() -> Sweep:
+def runs_reconcile(*, send: Send) -> Sweep:
+    """One sweep; `send(run_id, task_id)` sends a run's message (raising
+    runs.queue.QueueUnavailable when the broker is down)."""
     now = timezone.now()
     sweep = Sweep()
     try:
-        sweep.resent = _resend_queued(now)
+        sweep.resent = _resend_queued(now, send)
     except redis.RedisError as exc:
         log.warning("queued runs not checked: the broker is unavailable (%s)", exc)
     stale_before = now - timedelta(seconds=settings.RUN_STALE_S)
@@ -146,7 +151,7 @@ def runs_reconcile() -> Sweep:
         Q(heartbeat_at__lt=stale_before) | Q(heartbeat_at__isnull=True, started_at__lt=stale_before)
     ).values_list("pk", flat=True)
     for run_id in list(orphans):
-        done = _take_over(run_id, stale_before)
+        done = _take_over(run_id, stale_before, send)
         if done == "resumed":
             sweep.resumed += 1
         elif done == "ended":

@@ -46,7 +46,8 @@ class PostgresSearch:
             ORDER BY rank DESC, slug
             LIMIT %s
         """
-        rows = (self.guard or _call)(_fetch, sql, [tsq, CANDIDATES])
+        fetch = self.guard(_fetch) if self.guard is not None else _fetch
+        rows = fetch(sql, [tsq, CANDIDATES])
         wanted = set(toks)
         scored = []
         for slug, title, body, lang, fault, doc_tokens, rank in rows:
@@ -55,10 +56,6 @@ class PostgresSearch:
                 scored.append((coverage, rank, DocRecord(slug=slug, title=title, body=body, lang=lang, fault=fault)))
         scored.sort(key=lambda item: (-item[0], -item[1]))
         return [doc for _, _, doc in scored[:k]]
-
-
-def _call(fn, *args):
-    return fn(*args)
 
 
 def _fetch(sql: str, params: list) -> list[tuple]:

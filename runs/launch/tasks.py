@@ -13,6 +13,7 @@ from kombu.exceptions import OperationalError
 
 from runs.launch.execution import run_execute
 from runs.launch.reconcile import runs_reconcile
+from runs.queue import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -22,10 +23,15 @@ def execute_run(self, run_id: int) -> None:
     run_execute(run_id=run_id, task_id=self.request.id or "")
 
 
+def send_run(run_id: int, task_id: str) -> None:
+    """The reconciler's way to send a run's message again (QueueUnavailable
+    when Redis is down: nothing to undo, the next sweep tries again)."""
+    enqueue(execute_run, run_id, task_id=task_id, undo=lambda: None)
+
+
 @shared_task(name="runs.reconcile", ignore_result=True)
 def reconcile_runs() -> dict[str, int]:
-    sweep = runs_reconcile()
-    return vars(sweep)
+    return vars(runs_reconcile(send=send_run))
 
 
 @worker_ready.connect

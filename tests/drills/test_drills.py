@@ -69,6 +69,10 @@ def recovery(pg, ids: list[int], since: float, name: str) -> tuple[float, float]
         indices = step_indices(pg, run_id)
         assert indices == list(range(len(indices))), f"run {run_id}: step indices {indices}"
         assert run["steps"] == len(indices), f"run {run_id}: step_count {run['steps']} for {len(indices)} steps"
+    with pg.connect(DB_NAME) as conn:
+        failed = conn.execute("SELECT count(*) FROM tracing_step WHERE run_id = ANY(%s) AND kind = 'observation' "
+                              "AND text LIKE 'Search failed%%'", (ids,)).fetchone()[0]
+    assert failed == 0  # the worker's troubles are not the agent's observations
     print(f"\n[drill] {name}: every run resumed or terminal after {resumed:.1f} s, terminal after {terminal:.1f} s; "
           + ", ".join(f"run {i}: {r['status']} ({r['steps']} steps, {r['resumes']} resumes)"
                       for i, r in sorted(final.items())))

@@ -74,3 +74,15 @@ def test_a_lease_is_exclusive_and_ends_with_its_session(make_run):
     first.release()
     assert second.acquire()
     second.release()
+
+
+def test_the_search_tool_queries_through_the_lease(held, no_sleep):
+    """The worker hands its search tool `lease.durable`: a database outage is
+    ridden out, not shown to the agent as "Search failed"."""
+    from runs.launch.models import Document
+    from runs.launch.search import PostgresSearch
+
+    Document.objects.create(slug="lumen", title="Lumen Bridge", body="The Lumen Bridge is 1,284 metres long.")
+    _, lease = held
+    [doc] = PostgresSearch(guard=lease.durable).search("Lumen Bridge length")
+    assert doc.slug == "lumen"
