@@ -216,6 +216,33 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 RUN_QUEUE = env_str("RUN_QUEUE", "agentlab-runs")
 CELERY_TASK_DEFAULT_QUEUE = RUN_QUEUE
 
+# Postgres is the source of truth for the queue too (runs.launch.lease,
+# runs.launch.reconcile). A worker holds the run it executes with an advisory
+# lock and a heartbeat; the reconciler, every RECONCILE_INTERVAL_S on a control
+# queue of its own (so it never waits behind long runs), re-sends queued runs
+# whose message is gone and resumes running runs nobody holds.
+RUN_CONTROL_QUEUE = env_str("RUN_CONTROL_QUEUE", f"{RUN_QUEUE}-control")
+RUN_HEARTBEAT_S = env_float("RUN_HEARTBEAT_S", 3.0)
+# A running run whose lock is free and whose heartbeat is older than this is
+# resumed (or ended) by the reconciler.
+RUN_STALE_S = env_float("RUN_STALE_S", 9.0)
+# A queued run older than this with no message in the broker is sent again.
+RUN_QUEUED_GRACE_S = env_float("RUN_QUEUED_GRACE_S", 10.0)
+# A run resumed this many times ends `error` instead (a run that kills its worker).
+RUN_MAX_RESUMES = env_int("RUN_MAX_RESUMES", 3)
+# How long a worker retries a database that went away mid-run before leaving
+# the run to the reconciler.
+RUN_DB_PATIENCE_S = env_float("RUN_DB_PATIENCE_S", 30.0)
+RECONCILE_INTERVAL_S = env_float("RECONCILE_INTERVAL_S", 5.0)
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-runs": {
+        "task": "runs.reconcile",
+        "schedule": RECONCILE_INTERVAL_S,
+        # A sweep nobody took in time is replaced by the next one, not queued up.
+        "options": {"queue": RUN_CONTROL_QUEUE, "expires": RECONCILE_INTERVAL_S * 2},
+    },
+}
+
 # Models. All of them are reached through the openai client by base URL.
 SIM_BASE_URL = env_str("SIM_BASE_URL", "http://127.0.0.1:8765/v1")
 LOCAL_MODEL_BASE_URL = env_str("LOCAL_MODEL_BASE_URL", "http://127.0.0.1:8766/v1")

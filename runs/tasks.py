@@ -2,7 +2,7 @@
 the feature packages' tasks so the worker registers them."""
 
 from runs.approvals.tasks import expire_approvals
-from runs.launch.tasks import execute_run
+from runs.launch.tasks import execute_run, reconcile_runs
 from runs.whatif.tasks import execute_whatif
 
-__all__ = ["execute_run", "execute_whatif", "expire_approvals"]
+__all__ = ["execute_run", "execute_whatif", "expire_approvals", "reconcile_runs"]

@@ -8,15 +8,17 @@ In order, each step printed with its time:
 1. a SECRET_KEY for the demo, generated once and kept in .env (unless the
    environment or .env sets one);
 2. migrate, loaddemo (30 simulated runs), collectstatic;
-3. the simulated model server, a Celery worker and the web server (gunicorn
-   with whitenoise, agentlab/gunicorn.py) — the first page is served from here;
+3. the simulated model server, a Celery worker, the control worker (the
+   reconciler of left-behind runs, on a queue of its own) and Celery beat, and
+   the web server (gunicorn with whitenoise, agentlab/gunicorn.py) — the first page
+   is served from here;
 4. the local model: when llama-cpp-python is installed, its server starts at
    once; otherwise it is built in the background (`pip install` of the `local`
    extra, niced, about 6 minutes on 2 cores) with its progress printed every
    30 s, then started. Its state (building / starting / ready / failed, and
    why) is in var/run/localmodel.json, which the New-run form shows.
 
-Logs go to var/log/ (web, worker, sim, localmodel, localmodel-build). Ports:
+Logs go to var/log/ (web, worker, control, beat, sim, localmodel, localmodel-build). Ports:
 PORT (8000), SIM_PORT (8765), LOCAL_MODEL_PORT (8766); LOCAL_MODEL=off skips
 the local model. The supervisor leads a process group of its own (so a TERM
 reaches every process it started, and none of make's); in a terminal it takes
@@ -251,6 +253,17 @@ class Demo:
         self.spawn("worker", [PY, "-m", "celery", "-A", "agentlab", "worker", "--concurrency", "2", "--loglevel",
                               "INFO", "-Q", os.environ.get("RUN_QUEUE", "agentlab-runs")],
                    env={"DB_APPLICATION_NAME": "agentlab-worker"}, log="worker.log")
+        # The reconciler (runs.launch.reconcile): a one-slot worker on the
+        # control queue, so a sweep never waits behind long runs, and beat to
+        # schedule it. Beat is a child of ours, not embedded in the worker (-B):
+        # an embedded beat outlives a worker killed on shutdown as a zombie.
+        control_queue = os.environ.get("RUN_CONTROL_QUEUE") or f"{os.environ.get('RUN_QUEUE', 'agentlab-runs')}-control"
+        self.spawn("control", [PY, "-m", "celery", "-A", "agentlab", "worker", "--concurrency", "1", "--loglevel",
+                               "INFO", "-Q", control_queue],
+                   env={"DB_APPLICATION_NAME": "agentlab-control"}, log="control.log")
+        (VAR / "run").mkdir(parents=True, exist_ok=True)
+        self.spawn("beat", [PY, "-m", "celery", "-A", "agentlab", "beat", "--loglevel", "INFO", "--schedule",
+                            str(VAR / "run" / "celerybeat-schedule")], log="beat.log")
         self.spawn("web", [PY, "-m", "gunicorn", "-c", "python:agentlab.gunicorn", "agentlab.wsgi"],
                    env={"PORT": str(self.port)}, log="web.log")
         if not self.wait_http("web", f"http://127.0.0.1:{self.port}/accounts/login/", 60):
@@ -355,7 +368,7 @@ class Demo:
             self.local_model()
             say("Ctrl-C stops everything")
             while True:
-                for name in ("web", "worker", "sim"):
+                for name in ("web", "worker", "control", "beat", "sim"):
                     if self.children[name].poll() is not None:
                         say(f"{name} exited with {self.children[name].returncode}: see "
                             f"{_show(LOG_DIR)}/{name}.log; stopping the demo")

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_compose_has_the_services_the_readme_starts():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    assert set(compose["services"]) == {"postgres", "redis", "sim", "localmodel", "web", "worker"}
+    assert set(compose["services"]) == {"postgres", "redis", "sim", "localmodel", "web", "worker", "control"}
     readme = (ROOT / "README.md").read_text()
     for service in compose["services"]:
         assert f"`{service}`" in readme

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import openai
 
 from runs.agent.injection import write_request
-from runs.agent.tools import Tool, ToolRegistry, ToolResult
+from runs.agent.tools import RunAborted, Tool, ToolRegistry, ToolResult
 from tracing.steps import Intervention, Step
 
 # What enters the model context per observation; the full text stays in the step.
@@ -183,6 +183,31 @@ class _Turn:
     latency_ms: float = 0.0
 
 
+# The problem of a turn with nothing in it: the endpoint failing, not the agent.
+EMPTY_COMPLETION = "an empty completion"
+# How much of an unusable answer a reason quotes.
+SNIPPET_CHARS = 200
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS] + "…"
+
+
+def unusable_response(response: Any) -> str | None:
+    """Why an endpoint's answer is no completion at all (a proxy's HTML error
+    page, JSON of another shape), or None. The openai client hands a body
+    that is not JSON back as a string."""
+    if isinstance(response, str):
+        kind = "an HTML page" if response.lstrip()[:1] == "<" else "text"
+        return f"model answered {kind}, not a JSON completion: {_snippet(response) or '(empty body)'}"
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        shown = response.model_dump_json() if hasattr(response, "model_dump_json") else repr(response)
+        return f"model answered JSON with no completion in it: {_snippet(shown)}"
+    return None
+
+
 # "Action 2: Search[x]." also parses: numbered lines and a trailing full stop are common.
 _ACTION_RE = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*([A-Za-z_][\w-]*)[ \t]*\[(.*)\][ \t.]*$", re.M)
 _FINAL_RE = re.compile(r"Final Answer[ \t]*:[ \t]*(.*)", re.S | re.I)
@@ -203,6 +228,9 @@ def _unquote(text: str) -> str:
 def parse_text_output(raw: str) -> _Turn:
     """Parse a text-mode completion (which starts right after ``Thought:``)."""
     turn = _Turn(raw=raw)
+    if not raw.strip():
+        turn.problem = EMPTY_COMPLETION
+        return turn
     action = _ACTION_RE.search(raw)
     final = _FINAL_RE.search(raw)
     if action and (final is None or action.start() < final.start()):
@@ -259,7 +287,7 @@ def parse_chat_message(message: Any) -> _Turn:
         turn.thought = _clean_thought(content[: final.start()])
         turn.final = final.group(1).strip()
     else:
-        turn.problem = "a message without a tool call" if content else "an empty message"
+        turn.problem = "a message without a tool call" if content else EMPTY_COMPLETION
     return turn
 
 
@@ -586,22 +614,25 @@ class _Run:
                 response = self.client.chat.completions.create(
                     messages=messages, tools=self.tools.openai_schemas(), **common
                 )
-                turn = (
-                    parse_chat_message(response.choices[0].message)
-                    if response.choices
-                    else _Turn(problem="no choices in the response")
-                )
+                self.check_response(response)
+                turn = parse_chat_message(response.choices[0].message)
             else:
                 sent = self.fitted(self.text_prompt)
                 if cfg.text_api == "completions":
                     response = self.client.completions.create(prompt=sent, stop=TEXT_STOP, **common)
-                    raw = response.choices[0].text if response.choices else ""
+                    self.check_response(response)
+                    raw = response.choices[0].text or ""
                 else:
                     response = self.client.chat.completions.create(
                         messages=[{"role": "user", "content": sent}], stop=TEXT_STOP, **common
                     )
-                    raw = (response.choices[0].message.content or "") if response.choices else ""
+                    self.check_response(response)
+                    raw = response.choices[0].message.content or ""
                 turn = parse_text_output(raw)
+        except json.JSONDecodeError as exc:
+            # The body claimed to be JSON and was not (a truncated answer, a proxy).
+            self.fail_model(f"model answered invalid JSON ({exc.msg} at character {exc.pos}): "
+                            f"{_snippet(exc.doc) or '(empty body)'}", "JSONDecodeError")
         except openai.APITimeoutError:
             self.fail_model(f"model request timed out after {cfg.request_timeout:g} s", "APITimeoutError")
         except openai.APIConnectionError as exc:
@@ -619,6 +650,11 @@ class _Run:
         turn.prompt_tokens = reported or estimate_tokens(sent)
         turn.completion_tokens = getattr(usage, "completion_tokens", None) or max(1, estimate_tokens(turn.raw))
         return turn
+
+    def check_response(self, response: Any) -> None:
+        problem = unusable_response(response)
+        if problem:
+            self.fail_model(problem, "UnusableResponse")
 
     def fail_model(self, reason: str, error: str) -> None:
         self.emit("error", reason, meta={"source": "model", "reason": reason, "error": error})
@@ -650,6 +686,8 @@ class _Run:
         else:
             try:
                 result = tool(_args_dict(tool, args))
+            except RunAborted:
+                raise
             except Exception as exc:  # a tool bug is the agent's observation, not a crashed run
                 result = ToolResult(f"{name} failed: {exc}", "error")
         latency = (time.perf_counter() - started) * 1000
@@ -708,6 +746,10 @@ class _Run:
                     retry = self.parse_failures <= MAX_PARSE_RETRIES
                     self.emit("error", turn.raw, meta={"source": "parse", "reason": turn.problem, "retry": retry})
                     if not retry:
+                        if turn.problem == EMPTY_COMPLETION:
+                            # Nothing to judge the agent on: the endpoint failed.
+                            return Outcome("error", None, f"model answered an empty completion "
+                                                          f"{MAX_PARSE_RETRIES + 1} times in a row")
                         reason = (
                             f"model output did not parse after {MAX_PARSE_RETRIES} corrective retry: {turn.problem}"
                         )

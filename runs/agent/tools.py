@@ -53,6 +53,11 @@ class ToolResult:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+class RunAborted(Exception):
+    """Raised by whoever hosts the loop (a sink, a tool's backend) to end it at
+    once without recording anything more: not a tool failure, not an outcome."""
+
+
 @runtime_checkable
 class Tool(Protocol):
     name: str
@@ -184,6 +189,8 @@ class SearchTool:
             return ToolResult("search needs a non-empty query.", "error", {"query": query})
         try:
             docs = list(self.backend.search(query, self.k))
+        except RunAborted:
+            raise
         except Exception as exc:  # a broken backend is an observation, not a crash
             return ToolResult(f"Search failed: {exc}", "error", {"query": query})
         for doc in docs:

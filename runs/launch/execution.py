@@ -12,11 +12,13 @@ import time
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from runs.agent.loop import AWAITING_APPROVAL, Outcome, run_agent
 from runs.agent.suite import score
 from runs.approvals.pause import approval_lookup, approval_open
+from runs.launch.lease import DatabaseGone, Lease, LeaseLost
 from runs.launch.llm import EndpointNotConfigured, client_for, config_for
 from runs.launch.models import Run, Task
 from runs.launch.selectors import run_history
@@ -36,17 +38,22 @@ log = logging.getLogger(__name__)
 STOP_CHECK_INTERVAL_S = 0.25
 
 
-def run_claim(*, run_id: int, task_id: str, redelivered: bool) -> bool:
-    """True when this delivery of the run's message may execute it."""
+def run_claim(*, run_id: int, task_id: str) -> bool:
+    """True when this delivery of the run's message may execute it. The caller
+    holds the run's lease (runs.launch.lease), so no one else is executing it."""
+    now = timezone.now()
     # Conditional update: of two deliveries of the same run, one proceeds.
-    claimed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
-        status=Run.Status.RUNNING, started_at=timezone.now(), celery_id=task_id
-    )
-    if claimed:
+    if Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
+        status=Run.Status.RUNNING, started_at=now, celery_id=task_id, heartbeat_at=now
+    ):
         return True
-    # acks_late: a worker died mid-run and Redis handed the message to another.
-    # Resume from the stored steps rather than leave the run stuck in `running`.
-    return redelivered and Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, celery_id=task_id).exists()
+    # Running under this message's id, and nobody holds it: its worker died
+    # (acks_late redelivered the message) or the reconciler handed it over
+    # with a new id. Resume from the stored steps. An older message of the run
+    # (another id) or a run that ended does nothing.
+    return bool(Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, celery_id=task_id).update(
+        heartbeat_at=now, resumes=F("resumes") + 1
+    ))
 
 
 class StopFlag:
@@ -84,36 +91,58 @@ def _governed(max_chars: int):
     return prepare
 
 
-def run_execute(*, run_id: int, task_id: str = "", redelivered: bool = False, client=None) -> Run | None:
+def run_execute(*, run_id: int, task_id: str = "", client=None) -> Run | None:
     """Run the agent for a claimed run; called by the Celery task.
 
     `client` replaces the run's endpoint (the in-process sim for demo data).
+    Returns None when this delivery does not execute the run: another worker
+    holds it, it ended, or the worker let it go (the database stayed away, or
+    the reconciler handed the run to another worker meanwhile).
     """
-    if not run_claim(run_id=run_id, task_id=task_id, redelivered=redelivered):
+    lease = Lease(run_id, task_id)
+    if not lease.acquire():
         return None
-    run = Run.objects.select_related("task", "policy").get(pk=run_id)
-    history = run_history(run)
+    try:
+        if not run_claim(run_id=run_id, task_id=task_id):
+            return None
+        lease.start_heartbeat()
+        return _execute(run_id, lease, client)
+    except (LeaseLost, DatabaseGone) as exc:
+        # Nothing more is written: a step now could race the run's new holder,
+        # and a dead database cannot take it. The reconciler takes it up.
+        log.warning("run %s left to the reconciler: %s", run_id, exc)
+        return None
+    finally:
+        lease.release()
+
+
+def _execute(run_id: int, lease: Lease, client) -> Run:
+    durable = lease.durable
+    run = durable(Run.objects.select_related("task", "policy").get)(pk=run_id)
+    history = durable(run_history)(run)
     try:
         outcome = run_agent(
             client=client or client_for(run),
             config=config_for(run),
             prompt=run.prompt,
-            tools=build_tools(run),
-            sink=Recorder(run_id),
-            should_stop=StopFlag(run_id),
+            tools=build_tools(run, guard=durable),
+            sink=durable(Recorder(run_id)),
+            should_stop=durable(StopFlag(run_id)),
             watchdog=watchdog_for(run, history),
             history=history,
             prepare_observation=_governed(int(run.settings.get("context_chars", 2000))),
-            approval=approval_lookup(run_id),
+            approval=durable(approval_lookup(run_id)),
         )
+    except (LeaseLost, DatabaseGone):
+        raise
     except EndpointNotConfigured as exc:
-        outcome = _error_outcome(run_id, f"model endpoint not configured: {exc}")
+        outcome = durable(_error_outcome)(run_id, f"model endpoint not configured: {exc}")
     except SoftTimeLimitExceeded:
-        outcome = _error_outcome(run_id, "the run hit the worker's time limit")
+        outcome = durable(_error_outcome)(run_id, "the run hit the worker's time limit")
     except Exception as exc:  # the run must end, never stay `running`
         log.exception("run %s crashed", run_id)
-        outcome = _error_outcome(run_id, f"internal error: {type(exc).__name__}: {exc}")
-    return run_finish(run_id=run_id, outcome=outcome)
+        outcome = durable(_error_outcome)(run_id, f"internal error: {type(exc).__name__}: {exc}")
+    return durable(run_finish)(run_id=run_id, outcome=outcome)
 
 
 def _next_index(run_id: int) -> int:

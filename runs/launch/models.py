@@ -198,6 +198,11 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     celery_id = models.CharField(max_length=64, blank=True)
+    # The lease of the worker executing the run (runs.launch.lease): refreshed
+    # every RUN_HEARTBEAT_S while it holds the run's advisory lock. How many
+    # times a run nobody held was taken up again from its stored steps.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    resumes = models.PositiveIntegerField(default=0, db_default=0)
 
     # Summary columns, kept current by the recorder at write time so lists and
     # dashboards never scan steps.

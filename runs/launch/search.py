@@ -26,6 +26,11 @@ CANDIDATES = 50
 
 
 class PostgresSearch:
+    def __init__(self, guard=None) -> None:
+        # A database outage is the worker's to ride out (runs.launch.lease), not
+        # an observation "search failed" that would send the agent elsewhere.
+        self.guard = guard
+
     def search(self, query: str, k: int = 5) -> list[DocRecord]:
         toks = list(dict.fromkeys(search_tokens(query)))[:MAX_QUERY_TOKENS]
         if not toks:
@@ -41,9 +46,8 @@ class PostgresSearch:
             ORDER BY rank DESC, slug
             LIMIT %s
         """
-        with connection.cursor() as cur:
-            cur.execute(sql, [tsq, CANDIDATES])
-            rows = cur.fetchall()
+        fetch = self.guard(_fetch) if self.guard is not None else _fetch
+        rows = fetch(sql, [tsq, CANDIDATES])
         wanted = set(toks)
         scored = []
         for slug, title, body, lang, fault, doc_tokens, rank in rows:
@@ -52,3 +56,9 @@ class PostgresSearch:
                 scored.append((coverage, rank, DocRecord(slug=slug, title=title, body=body, lang=lang, fault=fault)))
         scored.sort(key=lambda item: (-item[0], -item[1]))
         return [doc for _, _, doc in scored[:k]]
+
+
+def _fetch(sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchall()

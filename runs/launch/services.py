@@ -16,7 +16,9 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from runs.approvals.models import Approval
+from runs.launch.lease import lock_for_transaction
 from runs.launch.models import RerunGroup, Run, Task
+from runs.launch.reconcile import run_end_unheld
 from runs.launch.selectors import run_history
 from runs.launch.tasks import execute_run
 from runs.policies.models import Policy
@@ -173,7 +175,8 @@ def fork_create(*, parent: Run, fork_from: int, owner=None, policy: Policy | Non
 
 
 def run_stop(*, run: Run) -> Run:
-    """Stop a run: a queued one at once; a running one at its next step."""
+    """Stop a run: a queued one at once; a running one at its next step, or at
+    once when no worker holds it."""
     if Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
         status=Run.Status.STOPPED, stop_requested=True, stopped_by="user", reason="stopped by user before it started",
         finished_at=timezone.now(),
@@ -191,5 +194,13 @@ def run_stop(*, run: Run) -> Run:
         send_run_ended(run.pk)
     else:
         Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(stop_requested=True)
+        with transaction.atomic():
+            # No worker holds it (killed, or away through a database outage):
+            # nothing would ever read the flag, so end it here. A worker that
+            # comes back finds it ended and lets it go.
+            if lock_for_transaction(run.pk):
+                unheld = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).first()
+                if unheld is not None:
+                    run_end_unheld(unheld, status=Run.Status.STOPPED, reason="stopped by the user", stopped_by="user")
     run.refresh_from_db()
     return run

@@ -10,9 +10,10 @@ from runs.launch.models import Run
 from runs.launch.search import PostgresSearch
 
 
-def build_tools(run: Run) -> ToolRegistry:
+def build_tools(run: Run, *, guard=None) -> ToolRegistry:
+    """`guard` wraps the search's query (the worker's retry through a database outage)."""
     # A new registry per run: the "times out once" state lives in the search tool.
-    tools = default_tools(PostgresSearch())
+    tools = default_tools(PostgresSearch(guard=guard))
     if writes(run):
         tools = ToolRegistry([*(tools.get(name) for name in tools.names), SendMessageTool(_deliver(run.pk))])
     return with_faults(tools, FaultRates.from_dict(run.settings.get("faults")), run.seed)

@@ -114,6 +114,9 @@ def test_every_command_runs_code_that_exists():
     assert "runserver" not in (ROOT / "docker-compose.yml").read_text()
     assert "gunicorn" in _words("web")
     assert "-Q" in _words("worker")
+    # The reconciler: beat in a worker of its own, on the control queue the settings name.
+    control = _words("control")
+    assert "--beat" in control and control[control.index("-Q") + 1] == "agentlab-runs-control"
 
 
 def test_dependencies_and_ports():

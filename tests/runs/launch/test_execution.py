@@ -11,6 +11,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from runs.agent.loop import Outcome
 from runs.launch import execution
+from runs.launch.lease import Lease
 from runs.launch.llm import EndpointNotConfigured
 from runs.launch.models import Run
 from runs.launch.tasks import execute_run
@@ -60,32 +61,52 @@ def test_the_first_delivery_claims_a_queued_run_and_runs_it(make_run, agent, end
     assert len(agent) == 1 and ended == [run.pk]
 
 
-def test_a_second_delivery_of_a_claimed_run_does_nothing(make_run, agent):
+@pytest.fixture
+def held():
+    """Another worker's lease on a run (its advisory lock, on a connection of its own)."""
+    leases = []
+
+    def hold(run_id: int) -> Lease:
+        lease = Lease(run_id, "task-other")
+        assert lease.acquire()
+        leases.append(lease)
+        return lease
+
+    yield hold
+    for lease in leases:
+        lease.release()
+
+
+def test_a_second_delivery_of_a_claimed_run_does_nothing(make_run, agent, held):
     run = make_run(status="queued")
-    assert execution.run_claim(run_id=run.pk, task_id="task-1", redelivered=False)
-    # Another worker got the same message (not a redelivery): it must not run it too.
+    assert execution.run_claim(run_id=run.pk, task_id="task-1")
+    held(run.pk)
+    # Another worker got the same message while the first holds the run: it must not run it too.
     assert execution.run_execute(run_id=run.pk, task_id="task-1") is None
     assert not agent
     assert Run.objects.get(pk=run.pk).status == "running"
 
 
-def test_a_redelivered_message_resumes_its_running_run_from_the_stored_steps(make_run, agent):
-    # acks_late: the worker died mid-run; Redis hands the message to another.
+def test_a_running_run_nobody_holds_resumes_from_the_stored_steps(make_run, agent):
+    # acks_late: the worker died mid-run and Redis hands the message to another
+    # (or the reconciler handed the run over under this id).
     run = make_run(steps=3, status="running", celery_id="task-1")
-    done = execution.run_execute(run_id=run.pk, task_id="task-1", redelivered=True)
-    assert done.status == "finished"
+    done = execution.run_execute(run_id=run.pk, task_id="task-1")
+    assert done.status == "finished" and done.resumes == 1
     assert [s.index for s in agent[0]["history"]] == [0, 1, 2]
 
 
-@pytest.mark.parametrize(("status", "celery_id", "redelivered"), [
-    ("running", "task-1", False),  # not a redelivery: another worker has it
-    ("running", "task-0", True),  # a redelivery of an older message of the run
-    ("finished", "task-1", True),  # the run ended meanwhile
+@pytest.mark.parametrize(("status", "celery_id", "holder"), [
+    ("running", "task-1", True),  # another worker holds it
+    ("running", "task-0", False),  # an older message of the run (it was handed over since)
+    ("finished", "task-1", False),  # the run ended meanwhile
     ("stopped", "task-1", False),  # stopped before it started
 ])
-def test_deliveries_that_must_not_run_the_run(make_run, agent, status, celery_id, redelivered):
+def test_deliveries_that_must_not_run_the_run(make_run, agent, held, status, celery_id, holder):
     run = make_run(status=status, celery_id=celery_id)
-    assert execution.run_execute(run_id=run.pk, task_id="task-1", redelivered=redelivered) is None
+    if holder:
+        held(run.pk)
+    assert execution.run_execute(run_id=run.pk, task_id="task-1") is None
     assert not agent
     assert Run.objects.get(pk=run.pk).status == status
 
@@ -105,7 +126,7 @@ def test_a_crash_ends_the_run_in_error_with_an_error_step(make_run, agent, ended
     assert ended == [run.pk]
 
 
-def test_the_task_passes_its_id_and_the_redelivered_flag(monkeypatch):
+def test_the_task_passes_its_id(monkeypatch):
     seen = []
     monkeypatch.setattr("runs.launch.tasks.run_execute", lambda **kw: seen.append(kw))
     execute_run.push_request(id="task-9", delivery_info={"redelivered": True})
@@ -113,13 +134,7 @@ def test_the_task_passes_its_id_and_the_redelivered_flag(monkeypatch):
         execute_run.run(42)
     finally:
         execute_run.pop_request()
-    execute_run.push_request(id="task-10", delivery_info=None)
-    try:
-        execute_run.run(43)
-    finally:
-        execute_run.pop_request()
-    assert seen == [{"run_id": 42, "task_id": "task-9", "redelivered": True},
-                    {"run_id": 43, "task_id": "task-10", "redelivered": False}]
+    assert seen == [{"run_id": 42, "task_id": "task-9"}]
 
 
 def test_a_run_that_ends_is_scored_against_its_gold_answer(make_run, monkeypatch):
@@ -142,3 +157,12 @@ def test_status_and_outcome_are_two_things(make_run, outcome, status, success):
     run = make_run(status="running")
     done = execution.run_finish(run_id=run.pk, outcome=outcome)
     assert (done.status, done.success, done.stopped_by) == (status, success, outcome.stopped_by or "")
+
+
+def test_a_model_answering_an_html_page_ends_the_run_in_error_unscored(make_run):
+    from tests.runs.agent.test_bad_endpoint import HTML, client_answering
+
+    run = make_run(status="queued")
+    done = execution.run_execute(run_id=run.pk, client=client_answering(HTML.encode(), "text/html"))
+    assert (done.status, done.success) == ("error", None)
+    assert done.reason.startswith("model answered an HTML page, not a JSON completion: <html>")

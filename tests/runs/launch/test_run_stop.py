@@ -8,6 +8,7 @@ from kombu.exceptions import OperationalError
 
 from runs.launch import services
 from runs.launch.execution import StopFlag
+from runs.launch.lease import Lease
 from runs.launch.models import Run
 from runs.launch.tasks import execute_run
 from tests.htmx import hx
@@ -40,14 +41,41 @@ def test_a_queued_run_stops_even_with_the_broker_down(make_run, monkeypatch):
     assert services.run_stop(run=run).status == "stopped"
 
 
-def test_a_running_run_is_asked_to_stop_and_its_loop_sees_it(make_run, revoked):
+@pytest.fixture
+def held():
+    """Another worker's lease on a run (its advisory lock, on a connection of its own)."""
+    leases = []
+
+    def hold(run: Run) -> Lease:
+        lease = Lease(run.pk, run.celery_id)
+        assert lease.acquire()
+        leases.append(lease)
+        return lease
+
+    yield hold
+    for lease in leases:
+        lease.release()
+
+
+def test_a_running_run_is_asked_to_stop_and_its_loop_sees_it(make_run, revoked, held):
     run = make_run(status="running")
+    held(run)
     flag = StopFlag(run.pk)
     assert flag() is False
     asked = services.run_stop(run=run)
     assert (asked.status, asked.stop_requested) == ("running", True) and not revoked
     flag.checked_at = 0.0  # past the check interval
     assert flag() is True
+
+
+def test_a_running_run_no_worker_holds_stops_at_once(make_run, revoked):
+    # Its worker was killed: nothing would ever read the flag.
+    run = make_run(steps=3, status="running")
+    stopped = services.run_stop(run=run)
+    assert (stopped.status, stopped.stopped_by, stopped.reason) == ("stopped", "user", "stopped by the user")
+    assert stopped.success is None and stopped.finished_at is not None
+    last = stopped.steps.order_by("-index").first()
+    assert (last.index, last.kind, last.meta["detector"]) == (3, "intervention", "user")
 
 
 def test_a_run_the_user_stopped_mid_way_ends_stopped_and_unscored(make_run):
