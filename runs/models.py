@@ -2,9 +2,10 @@
 the feature packages' models under the one `runs` label, so tables and
 migrations stay where they were. Code imports a model from its package."""
 
+from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.launch.models import Document, RerunGroup, Run, Task
 from runs.policies.models import Policy
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 
-__all__ = ["Document", "Policy", "RerunGroup", "ReviewItem", "ReviewLabel", "Run", "Task", "WhatIfJob"]
+__all__ = ["Document", "Evaluation", "EvaluationRun", "Policy", "RerunGroup", "ReviewItem", "ReviewLabel", "Run", "Task", "WhatIfJob"]

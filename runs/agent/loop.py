@@ -91,6 +91,9 @@ Final Answer: 3
 class Budget:
     max_steps: int = 30  # model turns
     max_tokens: int = 20000  # prompt + completion tokens over the run
+    # Wall time of this process's part of the run, in seconds; None: no limit.
+    # Checked between model turns (a call in flight is bounded by request_timeout).
+    max_seconds: float | None = None
 
 
 @dataclass
@@ -332,6 +335,7 @@ class _Run:
         self.turns = sum(1 for s in self.steps if s.prompt_tokens or s.completion_tokens)
         self.tokens = sum(s.prompt_tokens + s.completion_tokens for s in self.steps)
         self.parse_failures = 0
+        self.started = time.monotonic()
         self.context_text: dict[int, str] = {}
         self.turn_cost: tuple[int, int, float] | None = None
         self.stop_request: Intervention | None = None
@@ -393,6 +397,8 @@ class _Run:
             limit, reason = "max_steps", f"step budget exhausted: {self.turns} model turns (max {budget.max_steps})"
         elif self.tokens >= budget.max_tokens:
             limit, reason = "token_budget", f"token budget exhausted: {self.tokens} tokens (max {budget.max_tokens})"
+        elif budget.max_seconds is not None and time.monotonic() - self.started >= budget.max_seconds:
+            limit, reason = "wall_time", f"wall-time budget exhausted: {budget.max_seconds:g} s"
         else:
             return
         evidence = {"limit": limit, "turns": self.turns, "tokens": self.tokens, **vars(budget)}

@@ -13,7 +13,8 @@ import time
 from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
-from runs.agent.loop import Outcome, run_agent
+from runs.agent.loop import Outcome
+from runs.agent.strategies import REACT, run_strategy
 from runs.agent.suite import score
 from runs.launch.llm import EndpointNotConfigured, client_for, config_for
 from runs.launch.models import Run, Task
@@ -92,7 +93,9 @@ def run_execute(*, run_id: int, task_id: str = "", redelivered: bool = False, cl
     run = Run.objects.select_related("task", "policy").get(pk=run_id)
     history = run_history(run)
     try:
-        outcome = run_agent(
+        # A run of an evaluation may be a baseline (runs.agent.strategies); any other is ReAct.
+        outcome = run_strategy(
+            run.settings.get("strategy") or REACT,
             client=client or client_for(run),
             config=config_for(run),
             prompt=run.prompt,

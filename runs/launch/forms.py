@@ -112,6 +112,8 @@ class RunFilterForm(forms.Form):
                                         *[(p, f"lost it: {anchor_label(p)}") for p in PATTERNS]], required=False)
     forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    evaluation = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    strategy = forms.CharField(required=False, max_length=20, widget=forms.HiddenInput)
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     before = forms.CharField(required=False, max_length=80)
     sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],

@@ -104,6 +104,12 @@ def _new_run(*, owner, spec: RunSpec, group: RerunGroup | None = None, offset: i
     )
 
 
+def run_build(*, owner, spec: RunSpec, group: RerunGroup | None = None, offset: int = 0) -> Run:
+    """An unsaved queued run for `spec` (rerun `offset` of it): for features that
+    save runs in bulk with rows of their own (evaluations), then enqueue them."""
+    return _new_run(owner=owner, spec=spec, group=group, offset=offset)
+
+
 def run_create(*, owner, spec: RunSpec) -> Run:
     """One queued run without a message: for callers that execute it themselves."""
     run = _new_run(owner=owner, spec=spec)
