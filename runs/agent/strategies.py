@@ -45,6 +45,7 @@ STRATEGIES: dict[str, str] = {
     REACT: "ReAct with the watchdog",
     REACT_OFF: "ReAct, watchdog off",
 }
+BASELINES = (NO_TOOLS, ONE_RETRIEVAL, FIXED_WORKFLOW)
 # The strategies that take a watchdog policy: the others run with it off
 # (a scripted call has no reasoning for a watchdog to steer).
 WATCHED = (REACT,)

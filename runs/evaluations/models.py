@@ -24,6 +24,7 @@ class Evaluation(models.Model):
     reruns = models.PositiveIntegerField()
     provider = models.CharField(max_length=10, choices=Run.Provider.choices, default=Run.Provider.SIM)
     model_name = models.CharField(max_length=120, default="sim")
+    base_url = models.CharField(max_length=300, blank=True)  # blank: the provider's configured endpoint
     mode = models.CharField(max_length=5, choices=Run.Mode.choices, default=Run.Mode.TOOLS)
     temperature = models.FloatField(default=0.0)
     # The one budget: model turns (scripted calls count too), tokens, wall time.

@@ -33,6 +33,7 @@ class EvaluationSpec:
     reruns: int
     provider: str = Run.Provider.SIM
     model_name: str = "sim"
+    base_url: str = ""
     mode: str = Run.Mode.TOOLS
     temperature: float = 0.0
     max_steps: int = 10
@@ -78,7 +79,7 @@ def evaluation_create(*, owner, spec: EvaluationSpec) -> Evaluation:
     with transaction.atomic():
         evaluation = Evaluation.objects.create(
             name=spec.name, owner=owner, strategies=strategies, reruns=spec.reruns, provider=spec.provider,
-            model_name=spec.model_name, mode=spec.mode, temperature=spec.temperature, max_steps=spec.max_steps,
+            model_name=spec.model_name, base_url=spec.base_url, mode=spec.mode, temperature=spec.temperature, max_steps=spec.max_steps,
             max_tokens=spec.max_tokens, max_seconds=spec.max_seconds, policy=spec.policy, seed=base_seed,
             settings=spec.settings or {},
         )
@@ -88,6 +89,7 @@ def evaluation_create(*, owner, spec: EvaluationSpec) -> Evaluation:
             for strategy in strategies:
                 run_spec = RunSpec(
                     task=task, prompt=task.prompt, provider=spec.provider, model_name=spec.model_name,
+                    base_url=spec.base_url,
                     mode=spec.mode, temperature=spec.temperature, max_steps=spec.max_steps,
                     max_tokens=spec.max_tokens, seed=base_seed,
                     settings={**(spec.settings or {}), "strategy": strategy, "max_seconds": spec.max_seconds,

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
-from runs.agent.loop import Outcome
-from runs.agent.strategies import REACT, run_strategy
+from runs.agent.loop import Outcome, run_agent
+from runs.agent.strategies import BASELINES, run_strategy
 from runs.agent.suite import score
 from runs.launch.llm import EndpointNotConfigured, client_for, config_for
 from runs.launch.models import Run, Task
@@ -94,8 +95,9 @@ def run_execute(*, run_id: int, task_id: str = "", redelivered: bool = False, cl
     history = run_history(run)
     try:
         # A run of an evaluation may be a baseline (runs.agent.strategies); any other is ReAct.
-        outcome = run_strategy(
-            run.settings.get("strategy") or REACT,
+        strategy = run.settings.get("strategy")
+        agent = partial(run_strategy, strategy) if strategy in BASELINES else run_agent
+        outcome = agent(
             client=client or client_for(run),
             config=config_for(run),
             prompt=run.prompt,

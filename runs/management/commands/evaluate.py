@@ -33,6 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--strategies", default=",".join(s for s in STRATEGIES if s != "react_off"),
                             help=f"comma-separated, of: {', '.join(STRATEGIES)}")
         parser.add_argument("--reruns", type=int, default=5)
+        parser.add_argument("--base-url", default="", help="the model endpoint, when not the configured one")
         parser.add_argument("--mode", choices=["tools", "text"], default=None)
         parser.add_argument("--temperature", type=float, default=0.0)
         parser.add_argument("--max-steps", type=int, default=10)
@@ -58,7 +59,7 @@ class Command(BaseCommand):
                 raise CommandError(f"unknown policy {opts['policy']!r} for the 'react' strategy")
         spec = EvaluationSpec(
             tasks=_tasks(opts["tasks"]), strategies=strategies, reruns=opts["reruns"], provider=provider,
-            model_name={"sim": "sim", "local": "gemma-3-270m"}.get(model, model), mode=mode,
+            model_name={"sim": "sim", "local": "gemma-3-270m"}.get(model, model), base_url=opts["base_url"], mode=mode,
             temperature=opts["temperature"], max_steps=opts["max_steps"], max_tokens=opts["max_tokens"],
             max_seconds=opts["max_seconds"], policy=policy, seed=opts["seed"], name=opts["name"],
         )
