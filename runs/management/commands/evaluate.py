@@ -51,6 +51,7 @@ class Command(BaseCommand):
         mode = opts["mode"] or ("text" if provider == "local" else "tools")
         if provider == "local" and mode == "tools":
             raise CommandError("the local model has no tool calling: use --mode text")
+        tasks = _tasks(opts["tasks"])
         strategies = [s.strip() for s in opts["strategies"].split(",") if s.strip()]
         policy = None
         if REACT in strategies:
@@ -58,7 +59,7 @@ class Command(BaseCommand):
             if policy is None:
                 raise CommandError(f"unknown policy {opts['policy']!r} for the 'react' strategy")
         spec = EvaluationSpec(
-            tasks=_tasks(opts["tasks"]), strategies=strategies, reruns=opts["reruns"], provider=provider,
+            tasks=tasks, strategies=strategies, reruns=opts["reruns"], provider=provider,
             model_name={"sim": "sim", "local": "gemma-3-270m"}.get(model, model), base_url=opts["base_url"], mode=mode,
             temperature=opts["temperature"], max_steps=opts["max_steps"], max_tokens=opts["max_tokens"],
             max_seconds=opts["max_seconds"], policy=policy, seed=opts["seed"], name=opts["name"],
