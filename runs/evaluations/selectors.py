@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,7 +19,7 @@ from django.urls import reverse
 from runs.agent.strategies import STRATEGIES
 from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.launch.models import Run
-from tracing.intervals import bootstrap_mean, mean_interval, wilson
+from tracing.intervals import bounded_mean_interval, mean_interval, wilson
 from tracing.metrics import pass_at_k, pass_hat_k, percentile
 
 # A run ended by a budget rather than by an answer.
@@ -53,7 +54,7 @@ def _mean(values: list[float], *, p95: bool = False) -> Figure:
 def _over_tasks(values: list[float]) -> Figure:
     if not values:
         return Figure(None)
-    ci = bootstrap_mean(values)
+    ci = bounded_mean_interval(values)
     return Figure(sum(values) / len(values), *(ci or (None, None)), n=len(values))
 
 
@@ -116,9 +117,10 @@ class EvaluationReport:
     has_attribution: bool
 
 
-def runs_url(evaluation_id: int, **filters: Any) -> str:
+def runs_url(evaluation_id: int, *, base: str = "", **filters: Any) -> str:
+    """The run list filtered to these runs of the evaluation (`base`: the list's URL, reversed once a page)."""
     params = {"evaluation": evaluation_id, **{k: v for k, v in filters.items() if v not in ("", None)}}
-    return f"{reverse('runs:list')}?{urlencode(params)}"
+    return f"{base or reverse('runs:list')}?{urlencode(params)}"
 
 
 def _attribution_field() -> bool:
@@ -146,16 +148,17 @@ def evaluation_report(evaluation: Evaluation) -> EvaluationReport:
     for row in rows:
         by_strategy[row["strategy"]].append(row)
     k = evaluation.reruns
+    url = partial(runs_url, evaluation.pk, base=reverse("runs:list"))
     reports, layers_seen = [], set()
     # task -> strategy -> [solved, scored, errors]
     cells: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     titles: dict[str, str] = {}
     for strategy in order:
         report = StrategyReport(strategy, STRATEGIES.get(strategy, strategy),
-                                runs_url(evaluation.pk, strategy=strategy))
-        report.errors_url = runs_url(evaluation.pk, strategy=strategy, status=Run.Status.ERROR)
-        report.success_url = runs_url(evaluation.pk, strategy=strategy, outcome="correct")
-        report.timeouts_url = runs_url(evaluation.pk, strategy=strategy, status=Run.Status.FINISHED)
+                                url(strategy=strategy))
+        report.errors_url = url(strategy=strategy, status=Run.Status.ERROR)
+        report.success_url = url(strategy=strategy, outcome="correct")
+        report.timeouts_url = url(strategy=strategy, status=Run.Status.FINISHED)
         ended = []
         for row in by_strategy[strategy]:
             slug = row["run__task__slug"]
@@ -200,7 +203,7 @@ def evaluation_report(evaluation: Evaluation) -> EvaluationReport:
         reports.append(report)
     tasks = [
         TaskRow(slug, titles.get(slug, slug), [
-            TaskCell(*cells[slug][s], url=runs_url(evaluation.pk, strategy=s, task=slug)) for s in order])
+            TaskCell(*cells[slug][s], url=url(strategy=s, task=slug)) for s in order])
         for slug in sorted(titles)
     ]
     return EvaluationReport(
