@@ -12,7 +12,7 @@ from django.utils.html import format_html
 
 register = template.Library()
 
-NONE = format_html('<span class="muted">—</span>')
+NONE = format_html('<span class="muted">{}</span>', "—")
 
 
 @register.filter
