@@ -17,6 +17,7 @@ class EvaluationForm(forms.Form):
     name = forms.CharField(max_length=200, required=False)
     tasks = forms.ModelMultipleChoiceField(queryset=Task.objects.all(), to_field_name="slug", required=False,
                                            widget=forms.CheckboxSelectMultiple)
+    all_tasks = forms.BooleanField(required=False, label="every task", help_text="all tasks, ticked or not")
     strategies = forms.MultipleChoiceField(choices=list(STRATEGIES.items()), required=False,
                                            widget=forms.CheckboxSelectMultiple)
     provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label="Model")
@@ -41,6 +42,8 @@ class EvaluationForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        if data.get("all_tasks"):
+            data["tasks"] = list(Task.objects.all())
         if not data.get("tasks"):
             self.add_error("tasks", "Pick at least one task.")
         if not data.get("strategies") and "strategies" not in self.errors:

@@ -63,7 +63,7 @@ class EvaluationRun(models.Model):
     measured = models.BooleanField(default=False)
     # Share of the final answer's core facts some observation supports (None: no fact stated).
     coverage = models.FloatField(null=True, blank=True)
-    actions = models.PositiveIntegerField(default=0)  # the model's own, scripted calls left out
+    actions = models.PositiveIntegerField(default=0)  # the model's own calls and answer, scripted calls left out
     invalid_actions = models.PositiveIntegerField(default=0)  # unparsable output, an unknown or unoffered tool
     tool_errors = models.PositiveIntegerField(default=0)  # tool results with status error or timeout
 

@@ -115,14 +115,17 @@ def measure(steps: Sequence[Step], final_answer: str) -> dict:
     actions = invalid = tool_errors = 0
     observations = []
     for step in steps:
-        if step.kind == "action" and not (step.meta or {}).get("scripted"):
+        meta = step.meta or {}
+        # The model's own moves: its tool calls and its answer (a baseline's
+        # only move may be the answer); not the script's calls, not a fallback.
+        if (step.kind == "action" and not meta.get("scripted")) or (step.kind == "final" and not meta.get("fallback")):
             actions += 1
-        elif step.kind == "error" and (step.meta or {}).get("source") == "parse":
+        elif step.kind == "error" and meta.get("source") == "parse":
             invalid += 1
         elif step.kind == "observation":
             if (step.text or "").startswith(INVALID_RESULT_PREFIX):
                 invalid += 1
-            elif (step.meta or {}).get("status") in ("error", "timeout"):
+            elif meta.get("status") in ("error", "timeout"):
                 tool_errors += 1
             observations.append(step.text)
     return {"actions": actions, "invalid_actions": invalid, "tool_errors": tool_errors,

@@ -26,6 +26,9 @@ def test_an_answer_stating_nothing_has_no_coverage():
     assert answer_coverage("I could not find the answer.", ["anything"]) is None
     assert answer_coverage(None, []) is None
     assert answer_coverage("", []) is None
+    assert answer_coverage("未能找到答案。", []) is None
+    assert answer_coverage("No answer: stopped by the watchdog (repetition): 3 times", []) is None
+    assert answer_coverage("No such report was found.", []) is None
 
 
 def test_the_question_is_not_evidence():

@@ -136,10 +136,10 @@ def test_an_ended_run_is_measured_from_its_steps(make_evaluation, end):
     assert evaluation_runs_measure([run.pk]) == 1
     entry = EvaluationRun.objects.get(run=run)
     assert (entry.measured, entry.actions, entry.invalid_actions, entry.tool_errors, entry.coverage) == (
-        True, 3, 2, 1, 1.0)
+        True, 4, 2, 1, 1.0)
     report = evaluation_report(evaluation)
     [react] = report.strategies
-    assert (react.invalid.count, react.invalid.n) == (2, 5)
+    assert (react.invalid.count, react.invalid.n) == (2, 6)
     assert (react.recovery.count, react.recovery.n) == (1, 1)
     assert react.coverage.value == 1.0
 

@@ -82,3 +82,9 @@ def test_redis_down_the_form_says_so_and_leaves_nothing(auth_client, tasks, monk
     assert response.status_code == 400
     assert "Nothing was queued" in response.content.decode()
     assert Evaluation.objects.count() == 0 and Run.objects.count() == 0 and EvaluationRun.objects.count() == 0
+
+
+def test_every_task_at_once(auth_client, tasks, queued):
+    response = auth_client.post(URL, form(tasks, tasks=[], all_tasks="on", strategies=["no_tools"], reruns=1))
+    assert response.status_code == 302
+    assert Evaluation.objects.get().tasks.count() == len(tasks) and len(queued) == len(tasks)
