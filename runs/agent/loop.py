@@ -603,14 +603,14 @@ class _Run:
 
     # -- acting --
 
-    def act(self, call: _Call) -> None:
+    def act(self, call: _Call, meta: dict[str, Any] | None = None) -> None:
         tool = self.tools.get(call.tool)
         text = (
             f"{call.tool}[{_args_text(tool, call.args)}]"
             if self.config.mode == "text"
             else (f"{call.tool}({json.dumps(call.args, ensure_ascii=False)})")
         )
-        self.emit("action", text, tool=call.tool, args=call.args)
+        self.emit("action", text, tool=call.tool, args=call.args, meta=meta or {})
         started = time.perf_counter()
         if tool is None:
             result = ToolResult(f"Unknown tool '{call.tool}'. Available tools: {', '.join(self.tools.names)}.", "error")

@@ -28,6 +28,8 @@ from typing import Any
 
 import openai
 
+# The baselines drive the loop's own run object, so their answer turn, budgets,
+# context building and recording are the loop's, not a copy of them.
 from runs.agent.loop import AgentConfig, Outcome, PrepareObservation, WatchdogLike, _Call, _Halt, _Run, run_agent
 from runs.agent.tools import ToolRegistry
 from tracing.steps import Step
@@ -118,7 +120,7 @@ def run_strategy(
         for tool, args in calls[done:]:
             run.checkpoint()
             run.check_budget()
-            _scripted_act(run, _Call(tool, args))
+            run.act(_Call(tool, args), meta={"scripted": True})
             run.turns += 1  # a scripted call spends a step of the budget
     except _Halt as halt:
         return halt.outcome
@@ -126,19 +128,3 @@ def run_strategy(
     # (the loop formats a call to a tool it no longer offers from its arguments).
     run.tools = answer_tools
     return run.run()
-
-
-def _scripted_act(run: _Run, call: _Call) -> None:
-    """The loop's act, with the action marked as the script's (not the model's)."""
-    emit = run.emit
-
-    def marked(kind: str, text: str = "", **fields: Any) -> Step:
-        if kind == "action":
-            fields["meta"] = {**fields.get("meta", {}), "scripted": True}
-        return emit(kind, text, **fields)
-
-    run.emit = marked  # type: ignore[method-assign]
-    try:
-        run.act(call)
-    finally:
-        run.emit = emit  # type: ignore[method-assign]
