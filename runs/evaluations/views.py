@@ -31,7 +31,7 @@ def _evaluation_for(request: HttpRequest, evaluation_id: int) -> Evaluation:
 @require_GET
 def evaluation_list(request: HttpRequest) -> HttpResponse:
     evaluations = (Evaluation.objects.select_related("policy")
-                   .annotate(run_count=Count("entries"), task_count=Count("tasks", distinct=True))
+                   .annotate(run_count=Count("entries", distinct=True), task_count=Count("tasks", distinct=True))
                    [:EVALUATIONS_PER_PAGE])
     return render(request, "evaluations/list.html", {"evaluations": evaluations})
 

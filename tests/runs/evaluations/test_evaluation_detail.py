@@ -173,3 +173,12 @@ def test_the_command_refuses_bad_input_and_writes_nothing(tasks, queued, args, m
     with pytest.raises(CommandError, match=message):
         call_command("evaluate", *args)
     assert Run.objects.count() == 0 and not queued
+
+
+def test_the_list_counts_runs_and_tasks_in_one_query(auth_client, ended, make_evaluation, django_assert_num_queries):
+    make_evaluation(strategies=["no_tools"], reruns=1)
+    # session, user, the evaluations with their counts
+    with django_assert_num_queries(3):
+        response = auth_client.get(reverse("evaluations:list"))
+    rows = {e.pk: (e.run_count, e.task_count) for e in response.context["evaluations"]}
+    assert rows[ended.pk] == (2 * 2 * 2, 2)
