@@ -32,6 +32,15 @@ def _wait(qs) -> float:
     return time.time()
 
 
+def _worker_ready(timeout: float = 120.0) -> None:
+    from runs.launch.tasks import execute_run
+
+    deadline = time.monotonic() + timeout
+    while not execute_run.app.control.ping(timeout=1.0):
+        if time.monotonic() > deadline:
+            raise SystemExit("the worker did not answer")
+
+
 def _page_times(client, url: str) -> list[float]:
     client.get(url)  # warm
     times = []
@@ -55,7 +64,7 @@ def main(n_tasks: int, reruns: int) -> None:
         from runs.launch.models import Run, Task
         from runs.policies.models import Policy
 
-        time.sleep(3)  # let the worker connect before the clock starts
+        _worker_ready()  # the clock starts when the worker answers, not when it was spawned
         tasks = list(Task.objects.order_by("slug")[:n_tasks])
         policy = Policy.objects.filter(name="default").order_by("-version").first()
         t0 = time.time()
