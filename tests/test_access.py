@@ -20,6 +20,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from runs.evaluations.models import Evaluation
 from runs.launch.models import RerunGroup, Run
 from runs.policies.models import Policy
 from runs.reviews.services import review_items_sync
@@ -101,6 +102,12 @@ CASES = [
     Case("whatif_job", ("job",)),
     Case("whatif_job", ("job",), headers=hx("whatif-result"), owner=286, label="poll"),
     Case("whatif_save", ("job", "zero"), method="post", owner=302),
+    # evaluations (seen by every signed-in user, as runs are)
+    Case("evaluations:list"),
+    Case("evaluations:new"),
+    Case("evaluations:new", method="post", data={"tasks": []}, owner=400, label="bad-input"),
+    Case("evaluations:detail", ("evaluation",)),
+    Case("evaluations:detail", ("evaluation",), headers=hx("evaluation-report"), owner=286, label="poll"),
     Case("policy_list", run_scoped=False),
     Case("policy_new", run_scoped=False),
     Case("policy_edit", ("policy_name",), run_scoped=False),
@@ -157,6 +164,8 @@ class World:
         self.other_token = token_create(user=other, name="theirs")[1]
         self.token = ApiToken.objects.get(user=owner).pk
         self.api_run = make_run(owner=owner, status="running", source="api", provider="import")
+        self.evaluation = Evaluation.objects.create(owner=owner, strategies=["no_tools"], reruns=1, max_steps=1,
+                                                    max_tokens=1, max_seconds=1)
 
 
 @pytest.fixture
