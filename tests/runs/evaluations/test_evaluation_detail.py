@@ -73,7 +73,23 @@ def test_the_page_shows_the_figures_and_every_cell_links_to_its_runs(auth_client
     runs = reverse("runs:list")
     assert f'href="{runs}?evaluation={ended.pk}&amp;strategy=react_off&amp;task=task-1"' in body
     assert f"{runs}?evaluation={ended.pk}&amp;strategy=react_off&amp;status=error" in body
-    assert "Runs carry no error attribution yet" in body
+    # Before runs carry an attribution the breakdown says so; after, this evaluation has none to show.
+    assert "Runs carry no error attribution yet" in body or "No attributed failure among the ended runs" in body
+
+
+HAS_ATTRIBUTION = any(f.name == "attribution" for f in Run._meta.get_fields())
+
+
+@pytest.mark.skipif(not HAS_ATTRIBUTION, reason="runs carry no attribution on this branch")
+def test_failures_are_broken_down_by_layer_when_runs_carry_an_attribution(auth_client, ended, tasks):
+    wrong = runs_of(ended, "one_retrieval", tasks[1])
+    Run.objects.filter(pk=wrong[0].pk).update(attribution={"layer": "observation", "step": 1})
+    Run.objects.filter(pk=wrong[1].pk).update(attribution={"layer": "termination", "step": 4})
+    report = evaluation_report(ended)
+    assert report.layers == ["observation", "termination"]
+    assert report.strategies[0].layers == {"observation": 1, "termination": 1}
+    assert report.strategies[1].layers == {}
+    assert "termination" in auth_client.get(ended.get_absolute_url()).content.decode()
 
 
 def test_the_linked_run_list_shows_exactly_those_runs(auth_client, ended):
