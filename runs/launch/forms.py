@@ -106,7 +106,7 @@ class RunFilterForm(forms.Form):
     steps_max = forms.IntegerField(required=False, min_value=0)
     outcome = forms.ChoiceField(choices=[("", "any outcome"), ("correct", "correct"), ("wrong", "wrong"),
                                          ("unscored", "unscored")], required=False)
-    stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"),
+    stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"), ("wall_time", "wall time"),
                                             ("watchdog", "watchdog"), ("user", "user")], required=False)
     anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break"),
                                         *[(p, f"lost it: {anchor_label(p)}") for p in PATTERNS]], required=False)
