@@ -16,6 +16,7 @@ urlpatterns = [
     path("whatif/", include("runs.whatif.urls")),
     path("policies/", include("runs.policies.urls")),
     path("projects/", include("agentlab.projects.urls")),
+    path("evaluations/", include("runs.evaluations.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

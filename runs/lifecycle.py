@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.db.models import Q
 
+from runs.evaluations.services import evaluation_runs_measure
 from runs.launch.analysis import runs_analyse
 from runs.launch.models import Run
 from runs.reviews.services import review_items_sync
@@ -28,6 +29,7 @@ def runs_judge(run_ids: Sequence[int], *, recompute_signals: bool = False) -> in
         with_items = Run.objects.filter(Q(intervention_count__gt=0) | Q(parent__isnull=False), pk__in=run_ids)
         for run_id in with_items.values_list("pk", flat=True):
             review_items_sync(run_id)
+        evaluation_runs_measure(run_ids)
     return done
 
 

@@ -3,10 +3,12 @@ the feature packages' models under the one `runs` label, so tables and
 migrations stay where they were. Code imports a model from its package."""
 
 from runs.approvals.models import Approval, SandboxMessage
+from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.failures.models import LayerLabel
 from runs.launch.models import Document, RerunGroup, Run, Task
 from runs.policies.models import Policy
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 
-__all__ = ["Approval", "Document", "LayerLabel", "Policy", "RerunGroup", "SandboxMessage", "ReviewItem", "ReviewLabel", "Run", "Task", "WhatIfJob"]
+__all__ = ["Approval", "Document", "Evaluation", "EvaluationRun", "LayerLabel", "Policy", "RerunGroup", "ReviewItem",
+           "ReviewLabel", "Run", "SandboxMessage", "Task", "WhatIfJob"]

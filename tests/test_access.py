@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from agentlab.projects.models import Membership, Project, Role
 from runs.approvals.models import Approval
+from runs.evaluations.models import Evaluation
 from runs.launch.models import RerunGroup, Run
 from runs.policies.models import Policy
 from runs.reviews.services import review_items_sync
@@ -140,6 +141,13 @@ CASES = [
     Case("whatif_job", ("job",)),
     Case("whatif_job", ("job",), headers=hx("whatif-result"), ok=286, label="poll"),
     Case("whatif_save", ("job", "zero"), method="post", ok=302, need="admin"),
+    # evaluations (the project's; launching one needs a reviewer)
+    Case("evaluations:list", outsider=OWN),
+    Case("evaluations:new", outsider=OWN),
+    Case("evaluations:new", method="post", data={"tasks": []}, ok=400, need="reviewer", outsider=400,
+         label="bad-input"),
+    Case("evaluations:detail", ("evaluation",)),
+    Case("evaluations:detail", ("evaluation",), headers=hx("evaluation-report"), ok=286, label="poll"),
     Case("policy_list", outsider=OWN),
     Case("policy_new", need="admin", outsider=OWN),
     Case("policy_edit", ("policy_name",), need="admin"),
@@ -224,6 +232,8 @@ class World:
         self.outsider_token = token_create(user=self.actors["outsider"], project_id=other.pk, name="theirs")[1]
         self.token = token_create(user=admin, project_id=project.pk, name="admin's")[0].pk
         self.api_run = make_run(owner=alice, status="running", source="api", provider="import")
+        self.evaluation = Evaluation.objects.create(owner=alice, project=project, strategies=["no_tools"], reruns=1,
+                                                    max_steps=1, max_tokens=1, max_seconds=1)
 
 
 @pytest.fixture

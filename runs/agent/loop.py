@@ -92,6 +92,9 @@ Final Answer: 3
 class Budget:
     max_steps: int = 30  # model turns
     max_tokens: int = 20000  # prompt + completion tokens over the run
+    # Wall time of this process's part of the run, in seconds; None: no limit.
+    # Checked between model turns (a call in flight is bounded by request_timeout).
+    max_seconds: float | None = None
 
 
 @dataclass
@@ -389,6 +392,7 @@ class _Run:
         self.turns = sum(1 for s in self.steps if s.prompt_tokens or s.completion_tokens)
         self.tokens = sum(s.prompt_tokens + s.completion_tokens for s in self.steps)
         self.parse_failures = 0
+        self.started = time.monotonic()
         self.context_text: dict[int, str] = {}
         self.turn_cost: tuple[int, int, float] | None = None
         self.stop_request: Intervention | None = None
@@ -450,6 +454,8 @@ class _Run:
             limit, reason = "max_steps", f"step budget exhausted: {self.turns} model turns (max {budget.max_steps})"
         elif self.tokens >= budget.max_tokens:
             limit, reason = "token_budget", f"token budget exhausted: {self.tokens} tokens (max {budget.max_tokens})"
+        elif budget.max_seconds is not None and time.monotonic() - self.started >= budget.max_seconds:
+            limit, reason = "wall_time", f"wall-time budget exhausted: {budget.max_seconds:g} s"
         else:
             return
         evidence = {"limit": limit, "turns": self.turns, "tokens": self.tokens, **vars(budget)}
@@ -662,7 +668,7 @@ class _Run:
 
     # -- acting --
 
-    def act(self, call: _Call) -> None:
+    def act(self, call: _Call, meta: dict[str, Any] | None = None) -> None:
         tool = self.tools.get(call.tool)
         text = (
             f"{call.tool}[{_args_text(tool, call.args)}]"
@@ -670,13 +676,13 @@ class _Run:
             else (f"{call.tool}({json.dumps(call.args, ensure_ascii=False)})")
         )
         if tool is not None and tool.side_effect and self.approval is not None:
-            meta: dict[str, Any] = {"approval": "pending"}
+            pending: dict[str, Any] = {**(meta or {}), "approval": "pending"}
             if self.injection_at is not None:
-                meta["after_injection"] = self.injection_at  # the flagged observation before this write
-            step = self.emit("action", text, tool=call.tool, args=call.args, meta=meta)
+                pending["after_injection"] = self.injection_at  # the flagged observation before this write
+            step = self.emit("action", text, tool=call.tool, args=call.args, meta=pending)
             raise _Halt(Outcome(AWAITING_APPROVAL, None, f"waiting for a reviewer to approve {call.tool} "
                                                          f"(step {step.index})"))
-        self.emit("action", text, tool=call.tool, args=call.args)
+        self.emit("action", text, tool=call.tool, args=call.args, meta=meta or {})
         self.run_tool(tool, call.tool, call.args)
 
     def run_tool(self, tool: Tool | None, name: str, args: Any, meta: dict[str, Any] | None = None) -> None:

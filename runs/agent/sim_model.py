@@ -270,6 +270,12 @@ _T = {
 }
 
 
+def _serves(used: str, planned: str) -> bool:
+    """Can the result of tool `used` fill a plan step of tool `planned`? A
+    lookup reads the pages a search returned, so it can serve a search step."""
+    return used == planned or (used == "lookup" and planned == "search")
+
+
 def _pairs(events: list[Event]) -> list[tuple[Event, Event | None]]:
     """Each action with the observation it got (None while it has none)."""
     pairs: list[tuple[Event, Event | None]] = []
@@ -335,7 +341,7 @@ class Policy:
             if previous is not None and previous[:2] == (action.tool, action.args) and previous[2]:
                 learnt.last_got = None  # a forgetful repeat of a success teaches nothing new
                 continue
-            got = self.extract(step, obs.text, turn) if action.tool == step["tool"] else None
+            got = self.extract(step, obs.text, turn) if _serves(action.tool, step["tool"]) else None
             learnt.timeouts = learnt.timeouts + 1 if "timed out" in obs.text else 0
             if got is not None and got.finish is None:
                 learnt.known.update(got.values)
@@ -346,6 +352,21 @@ class Policy:
             learnt.last_got = got
             previous = (action.tool, action.args, got is not None)
         return learnt
+
+    def best_guess(self, events: list[Event]) -> str:
+        """The answer when told to answer now: the last value it read, else its fallback."""
+        known = self.replay(_pairs(events)).known
+        guesses = [v for k, v in known.items() if k != "question"]
+        return guesses[-1] if guesses else self.fallback
+
+    def answer_now(self, decision: Decision, events: list[Event], offered: set[str] | None) -> Decision:
+        """A decision to call a tool the request does not offer (a baseline's
+        answer turn offers only finish) becomes an answer with what it has, as
+        a model told "answer now" would; the thought says so."""
+        if offered is None or decision.tool is None or decision.tool in offered:
+            return decision
+        answer = self.best_guess(events)
+        return Decision(f"I cannot {decision.tool} here, so I answer with what I have: {answer}.", answer=answer)
 
     def decide(self, events: list[Event]) -> Decision:
         pairs = _pairs(events)
@@ -459,6 +480,17 @@ def _garbled(policy: Policy, events: list[Event]) -> bool:
     return policy.roll(turn, f"garble{notes}") < policy.knobs[GARBLE]
 
 
+_TOOL_LIST_RE = re.compile(r"Action is one of:\n((?:[A-Za-z_][\w-]*\[[^\]\n]*\]:[^\n]*\n)+)")
+
+
+def _offered_in_text(prompt: str) -> set[str] | None:
+    """The tools a text-mode prompt lists (the loop's header), None if it lists none."""
+    match = _TOOL_LIST_RE.search(prompt)
+    if match is None:
+        return None
+    return {line.split("[", 1)[0].lower() for line in match.group(1).splitlines() if line}
+
+
 def _text_output(decision: Decision, prompt: str) -> str:
     lead = " " if prompt.rstrip().endswith("Thought:") else "Thought: "
     if decision.answer is not None:
@@ -506,7 +538,7 @@ def completion(body: dict[str, Any]) -> dict[str, Any]:
     output = (
         "I am not sure what to do here, let me think about it."
         if garbled
-        else _text_output(policy.decide(events), prompt)
+        else _text_output(policy.answer_now(policy.decide(events), events, _offered_in_text(prompt)), prompt)
     )
     output = _cut_at_stop(output, body.get("stop"))
     choice = {"index": 0, "text": output, "logprobs": None, "finish_reason": "stop"}
@@ -550,7 +582,7 @@ def chat_completion(body: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": "Hmm, I am thinking about it."}
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
         return _envelope("chat.completion", [choice], prompt_text, message["content"])
-    decision = policy.decide(events)
+    decision = policy.answer_now(policy.decide(events), events, set(_arg_names(tools)))
     arg_names = {**DEFAULT_ARG_NAMES, **_arg_names(tools)}
     tool, args = decision.tool, decision.args
     if decision.answer is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
@@ -16,6 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from runs.agent.loop import AWAITING_APPROVAL, Outcome, run_agent
+from runs.agent.strategies import BASELINES, run_strategy
 from runs.agent.suite import score
 from runs.approvals.pause import approval_lookup, approval_open
 from runs.launch.lease import DatabaseGone, Lease, LeaseLost
@@ -121,7 +123,10 @@ def _execute(run_id: int, lease: Lease, client) -> Run:
     run = durable(Run.objects.select_related("task", "policy").get)(pk=run_id)
     history = durable(run_history)(run)
     try:
-        outcome = run_agent(
+        # A run of an evaluation may be a baseline (runs.agent.strategies); any other is ReAct.
+        strategy = run.settings.get("strategy")
+        agent = partial(run_strategy, strategy) if strategy in BASELINES else run_agent
+        outcome = agent(
             client=client or client_for(run),
             config=config_for(run),
             prompt=run.prompt,

@@ -108,12 +108,14 @@ class RunFilterForm(forms.Form):
     steps_max = forms.IntegerField(required=False, min_value=0)
     outcome = forms.ChoiceField(choices=[("", "any outcome"), ("correct", "correct"), ("wrong", "wrong"),
                                          ("unscored", "unscored")], required=False)
-    stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"),
+    stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"), ("wall_time", "wall time"),
                                             ("watchdog", "watchdog"), ("user", "user")], required=False)
     anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break"),
                                         *[(p, f"lost it: {anchor_label(p)}") for p in PATTERNS]], required=False)
     forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    evaluation = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    strategy = forms.CharField(required=False, max_length=20, widget=forms.HiddenInput)
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     before = forms.CharField(required=False, max_length=80)
     sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],

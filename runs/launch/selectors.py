@@ -45,6 +45,8 @@ class RunFilters:
     since: date | None = None
     until: date | None = None
     forks: str = ""  # "no": runs as launched only | "only": forks only (counterfactual continuations)
+    evaluation: int | None = None  # runs of this evaluation (runs.evaluations)
+    strategy: str = ""  # of those, the runs of this strategy
     # Leave out queued and running runs: figures are about runs with an outcome.
     finished: bool = False
 
@@ -90,6 +92,10 @@ def runs_filtered(qs: QuerySet[Run], f: RunFilters) -> QuerySet[Run]:
             first_anchor_break__isnull=False, anchor_pattern=f.anchor)
     if f.forks:
         qs = qs.filter(parent__isnull=f.forks == "no")
+    if f.evaluation is not None:
+        qs = qs.filter(evaluation_entry__evaluation_id=f.evaluation)
+    if f.strategy:
+        qs = qs.filter(evaluation_entry__strategy=f.strategy)
     if f.finished:
         qs = qs.exclude(status__in=Run.LIVE_STATUSES)
     return qs

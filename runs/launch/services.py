@@ -109,6 +109,12 @@ def _new_run(*, owner, project, spec: RunSpec, group: RerunGroup | None = None, 
     )
 
 
+def run_build(*, owner, project, spec: RunSpec, group: RerunGroup | None = None, offset: int = 0) -> Run:
+    """An unsaved queued run for `spec` (rerun `offset` of it): for features that
+    save runs in bulk with rows of their own (evaluations), then enqueue them."""
+    return _new_run(owner=owner, project=project, spec=spec, group=group, offset=offset)
+
+
 def run_create(*, owner, project, spec: RunSpec) -> Run:
     """One queued run without a message: for callers that execute it themselves."""
     run = _new_run(owner=owner, project=project, spec=spec)
