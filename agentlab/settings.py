@@ -212,6 +212,18 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 RUN_QUEUE = env_str("RUN_QUEUE", "agentlab-runs")
 CELERY_TASK_DEFAULT_QUEUE = RUN_QUEUE
 
+# Ingestion (tracing.ingest). The OTLP endpoint stores spans and answers; the
+# analysis of the runs a request ended (signals, the replayed watchdog policy,
+# the anchor break) runs in a Celery task, unless this is set (tests; a
+# deployment without workers), when it runs in the request.
+INGEST_ANALYSE_INLINE = env_bool("INGEST_ANALYSE_INLINE", False)
+# A trace with no new span for this long whose root span never came (lost,
+# or the process died) is ended by `manage.py closetraces` / the beat entry below.
+INGEST_TRACE_TIMEOUT_S = env_float("INGEST_TRACE_TIMEOUT_S", 900.0)
+CELERY_BEAT_SCHEDULE = {
+    "close-stale-traces": {"task": "tracing.tasks.close_stale_traces", "schedule": 60.0},
+}
+
 # Models. All of them are reached through the openai client by base URL.
 SIM_BASE_URL = env_str("SIM_BASE_URL", "http://127.0.0.1:8765/v1")
 LOCAL_MODEL_BASE_URL = env_str("LOCAL_MODEL_BASE_URL", "http://127.0.0.1:8766/v1")

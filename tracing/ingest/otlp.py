@@ -539,6 +539,9 @@ class TraceState:
     # Tool calls whose execute_tool span carried no result: the next model
     # call's input may hold it. call id -> [tool name, latency ms].
     awaiting: dict[str, list] = field(default_factory=dict)
+    # When the latest batch arrived (Unix seconds): a trace whose root never
+    # ends is closed INGEST_TRACE_TIMEOUT_S after it.
+    seen_at: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

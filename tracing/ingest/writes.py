@@ -265,21 +265,33 @@ def save_states(rows: Sequence[tuple[int, dict, int]]) -> None:
         )
 
 
-def finish_runs(rows: Sequence[tuple[int, str, str, datetime]]) -> None:
-    """(run id, status, final answer, finished at) for runs still live, in one statement."""
+def finish_runs(rows: Sequence[tuple[int, str, str, datetime, bool | None, str]]) -> None:
+    """(run id, status, final answer, finished at, success, reason) for runs still live, in one statement."""
     if not rows:
         return
     run_model = get_run_model()
     table = connection.ops.quote_name(run_model._meta.db_table)
-    values = ", ".join(["(%s::bigint, %s::varchar, %s::text, %s::timestamptz)"] * len(rows))
+    values = ", ".join(["(%s::bigint, %s::varchar, %s::text, %s::timestamptz, %s::boolean, %s::text)"] * len(rows))
     with connection.cursor() as cur:
         cur.execute(
-            f"UPDATE {table} r SET status = v.status, final_answer = v.answer, finished_at = v.at "
-            f"FROM (VALUES {values}) AS v(id, status, answer, at) "
+            f"UPDATE {table} r SET status = v.status, final_answer = v.answer, finished_at = v.at, "
+            "success = v.success, reason = v.reason "
+            f"FROM (VALUES {values}) AS v(id, status, answer, at, success, reason) "
             "WHERE r.id = v.id AND r.status = ANY(%s)",
-            [*(v for row in rows for v in (row[0], row[1], clean_text(row[2]), row[3])),
+            [*(v for row in rows for v in (row[0], row[1], clean_text(row[2]), row[3], row[4], clean_text(row[5]))),
              [str(s) for s in run_model.LIVE_STATUSES]],
         )
+
+
+def promote_finals(rows: Sequence[tuple[int, Sequence[int]]]) -> None:
+    """(run id, step indices): thoughts stored by an earlier batch that turned out to be the final answer."""
+    rows = [(run_id, list(indices)) for run_id, indices in rows if indices]
+    if not rows:
+        return
+    with connection.cursor() as cur:
+        for run_id, indices in rows:
+            cur.execute("UPDATE tracing_step SET kind = 'final' WHERE run_id = %s AND index = ANY(%s)",
+                        [run_id, indices])
 
 
 def _lock_key(owner_id: int, source: str, external_id: str) -> int:
@@ -301,7 +313,8 @@ def locked_external_runs(*, owner, source: str, external_ids: Sequence[str]) -> 
     rows = (
         ExternalRun.objects.select_for_update(of=("self",))
         .select_related("run")
-        .only("id", "external_id", "state", "span_count", "run_id", "run__status", "run__model_name", "run__prompt")
+        .only("id", "external_id", "state", "span_count", "run_id", "run__status", "run__model_name", "run__prompt",
+              "run__settings", "run__context")
         .filter(owner=owner, source=source, external_id__in=list(external_ids))
     )
     return {row.external_id: row for row in rows}
