@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from celery import current_app
 from django.conf import settings as django_settings
 from django.db import models, transaction
 from django.utils import timezone
@@ -53,6 +54,7 @@ from tracing.summary import RunSummary
 # run anyone will read; its further spans are refused (OTLP partial success).
 MAX_SPANS_PER_TRACE = 100_000
 UNKNOWN_MODEL = "unknown"
+ANALYSE_TASK = "tracing.tasks.analyse_ingested"
 # What a run from outside does not tell us: unknown, shown as "—", never the
 # defaults of a run agentlab launches.
 UNKNOWN_SETTINGS = {"temperature": None, "max_steps": None, "max_tokens": None}
@@ -414,9 +416,8 @@ def runs_ended_later(run_ids: Sequence[int]) -> None:
     if django_settings.INGEST_ANALYSE_INLINE:
         runs_ended(run_ids)
         return
-    from tracing.tasks import analyse_ingested  # tasks imports this module
-
-    transaction.on_commit(lambda: analyse_ingested.delay(run_ids))
+    # By name: tracing.tasks imports this module.
+    transaction.on_commit(lambda: current_app.send_task(ANALYSE_TASK, args=[run_ids]))
 
 
 def traces_close_stale(*, older_than_s: float | None = None, analyse: bool = True) -> list[int]:
