@@ -48,10 +48,11 @@ def analyse(
     if replay_policy is not None and replay_policy.enabled:
         # A replay of its own: the signals above cover every step, while a
         # replayed stop ends what the policy would have seen.
-        for iv in replay(records, goal=task, policy=replay_policy, context=context).interventions:
-            replayed[iv["step"]] = {"detector": iv["detector"], "tier": iv["tier"], "message": iv["message"],
-                                    "policy": replay_policy.name, "policy_version": replay_policy.version,
-                                    "evidence": iv["evidence"]}
+        done = replay(records, goal=task, policy=replay_policy, context=context)
+        for index, iv in done.watchdog.interventions:
+            replayed[index] = {"detector": iv.detector, "tier": iv.tier, "message": iv.message,
+                               "policy": replay_policy.name, "policy_version": replay_policy.version,
+                               "evidence": iv.evidence}
     for record in records:
         meta = dict(record.meta or {})
         score = report.scores.get(record.index)

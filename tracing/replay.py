@@ -20,7 +20,7 @@ class Replay:
     watchdog: Watchdog
     # Steps the policy saw: all of them, or up to and including its stop.
     evaluated: list[Step] = field(default_factory=list)
-    # {"step", "detector", "tier", "evidence", "message"} per intervention, in order.
+    # {"step", "detector", "tier", "evidence"} per intervention, in order.
     interventions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -38,8 +38,7 @@ def replay(
         iv = wd.observe(step)
         if iv is None:
             continue
-        out.interventions.append({"step": step.index, "detector": iv.detector, "tier": iv.tier, "evidence": iv.evidence,
-                                  "message": iv.message})
+        out.interventions.append({"step": step.index, "detector": iv.detector, "tier": iv.tier, "evidence": iv.evidence})
         if iv.tier == "stop":
             break
     return out
