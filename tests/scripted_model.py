@@ -3,9 +3,9 @@
 The real frameworks (smolagents, LangGraph, the openai-agents SDK, a plain
 openai loop) talk to it over HTTP exactly as they would to a real model, with
 chat completions (plain or streamed) or the Responses API. What it answers is
-a script: turn N of a conversation (N = the tool results already in the
-request) gets the script's N-th reply, so the answer depends only on what the
-agent sent, whatever the framework re-sends as history.
+a script: the N-th request gets the script's N-th reply (one agent run per
+server), whatever the framework re-sends as history or folds into a user turn
+(smolagents merges a tool error into the user message).
 
 A reply is ``("text", "...")`` or ``("call", tool_name, {arguments})``.
 """
@@ -24,16 +24,6 @@ Reply = tuple
 MODEL = "scripted-model"
 
 
-def _turn_of_chat(messages: Sequence[dict]) -> int:
-    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-
-
-def _turn_of_responses(items: Any) -> int:
-    if not isinstance(items, list):
-        return 0
-    return sum(1 for i in items if isinstance(i, dict) and i.get("type") == "function_call")
-
-
 class ScriptedModel:
     """``script(turn, request) -> Reply``; a list is indexed by turn (its last reply repeats)."""
 
@@ -41,6 +31,7 @@ class ScriptedModel:
         self.script = script
         self.requests: list[dict] = []
         self.calls = 0
+        self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -73,16 +64,18 @@ class ScriptedModel:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                model.requests.append(body)
-                model.calls += 1
+                with model._lock:
+                    turn = model.calls
+                    model.requests.append(body)
+                    model.calls += 1
                 if self.path.endswith("/chat/completions"):
-                    reply = model.reply(_turn_of_chat(body.get("messages") or []), body)
+                    reply = model.reply(turn, body)
                     if body.get("stream"):
                         self._sse(_chat_chunks(reply, body))
                     else:
                         self._json(_chat_completion(reply, body))
                 elif self.path.endswith("/responses"):
-                    reply = model.reply(_turn_of_responses(body.get("input")), body)
+                    reply = model.reply(turn, body)
                     response = _response(reply, body)
                     if body.get("stream"):
                         self._sse(_response_events(response), named=True)
