@@ -75,7 +75,7 @@ def assert_finished(run: Run, *, answer: str, prompt: str = TASK, actions: int) 
     assert kinds(steps).count("final") == 1, kinds(steps)
     assert steps[-1].kind == "final" and steps[-1].text == answer
     assert run.status == Run.Status.FINISHED and run.success is True
-    assert run.prompt == prompt
+    assert run.prompt == prompt, run.prompt
     assert run.final_answer == answer
     assert run.model_name == "scripted-model"
     assert kinds(steps).count("action") == actions

@@ -98,7 +98,7 @@ def _messages(value: Any) -> list[dict[str, Any]] | None:
         value = value["messages"]
     if not isinstance(value, list) or not value:
         return None
-    if value and isinstance(value[0], list) and all(isinstance(v, list) for v in value):
+    if isinstance(value[0], list) and message(value[0]) is None and all(isinstance(v, list) for v in value):
         value = [m for batch in value for m in batch]  # LangChain's batched [[...]] form
     found = [message(v) for v in value]
     if any(m is None for m in found):
