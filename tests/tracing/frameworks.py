@@ -73,7 +73,7 @@ def assert_finished(run: Run, *, answer: str, prompt: str = TASK, actions: int) 
     """One run, ended as finished with exactly one Final (the answer, last), plain-text prompt and answer."""
     steps = steps_of(run)
     assert kinds(steps).count("final") == 1, kinds(steps)
-    assert steps[-1].kind == "final" and steps[-1].text == answer
+    assert steps[-1].kind == "final" and steps[-1].text == answer, [(s.kind, s.text[:80]) for s in steps]
     assert run.status == Run.Status.FINISHED and run.success is True
     assert run.prompt == prompt, run.prompt
     assert run.final_answer == answer
@@ -95,11 +95,11 @@ def assert_loop_interrupted(run: Run) -> None:
     assert marked and marked[0].meta["replayed_intervention"]["detector"] == "repetition"
 
 
-def assert_error_observation(steps: list[Step]) -> Step:
+def assert_error_observation(steps: list[Step], cause: str = ERROR) -> Step:
     observations = [s for s in steps if s.kind == "observation"]
     assert len(observations) == 1
     obs = observations[0]
     assert obs.meta["status"] == "error", obs.meta
-    assert ERROR in obs.text or ERROR in obs.meta.get("cause", "")
+    assert cause in obs.text or cause in obs.meta.get("cause", ""), (obs.text, obs.meta)
     assert obs.meta["signals"]["obs_class"] == "error", obs.meta["signals"]
     return obs

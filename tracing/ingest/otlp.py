@@ -411,7 +411,7 @@ def _oi_messages(attrs: dict, prefix: str) -> list[dict]:
                 msg["reasoning"] = (msg["reasoning"] + "\n" + text).strip()
             elif not msg["content"]:
                 msg["content"] = text
-            else:
+            elif text not in msg["content"]:  # some instrumentations record both forms
                 msg["content"] += "\n" + text
         msg["calls"] = [msg["calls"][k] for k in sorted(msg["calls"])]
     return out
