@@ -643,6 +643,14 @@ def _finish_answer(args: Any) -> str:
     return _text(args)
 
 
+def _stopped(attrs: dict) -> bool:
+    """The model call ended with finish reason "stop" (not a tool call, not cut off)."""
+    reasons = attrs.get("gen_ai.response.finish_reasons", attrs.get("llm.finish_reason"))
+    if isinstance(reasons, str):
+        reasons = [reasons]
+    return isinstance(reasons, list) and "stop" in reasons
+
+
 def _observation_status(text: str, status: str = "") -> str:
     if status == "error" or _ERROR_TEXT_RE.match(text or ""):
         return "error"
@@ -712,6 +720,10 @@ class _Mapper:
         if not turn:
             # Content capture is opt-in: the call still costs tokens and time.
             turn.append(self.emit("thought", "", meta={**meta, "content_captured": False}))
+            if _stopped(attrs):
+                # The model answered rather than called a tool: its (unseen) answer
+                # is the final one if nothing but the root's end follows.
+                self.state.candidate, self.state.candidate_text = turn[-1].index, ""
         first = turn[0]
         first.prompt_tokens = _int(_first(attrs, _PROMPT_TOKEN_KEYS))
         first.completion_tokens = _int(_first(attrs, _COMPLETION_TOKEN_KEYS))
