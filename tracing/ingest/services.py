@@ -7,8 +7,9 @@ their external ids live in ``Run.settings`` (``trace_id``, ``agent``,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import logging
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -55,6 +56,7 @@ from tracing.summary import RunSummary
 MAX_SPANS_PER_TRACE = 100_000
 UNKNOWN_MODEL = "unknown"
 ANALYSE_TASK = "tracing.tasks.analyse_ingested"
+logger = logging.getLogger(__name__)
 # What a run from outside does not tell us: unknown, shown as "—", never the
 # defaults of a run agentlab launches.
 UNKNOWN_SETTINGS = {"temperature": None, "max_steps": None, "max_tokens": None}
@@ -416,8 +418,17 @@ def runs_ended_later(run_ids: Sequence[int]) -> None:
     if django_settings.INGEST_ANALYSE_INLINE:
         runs_ended(run_ids)
         return
-    # By name: tracing.tasks imports this module.
-    transaction.on_commit(lambda: current_app.send_task(ANALYSE_TASK, args=[run_ids]))
+    transaction.on_commit(lambda: _enqueue_analysis(run_ids))
+
+
+def _enqueue_analysis(run_ids: list[int]) -> None:
+    # The spans are stored and the exporter must get its 200: a broker that is
+    # down leaves the runs for `manage.py analyse --source otlp`, it does not
+    # fail the request. By name: tracing.tasks imports this module.
+    try:
+        current_app.send_task(ANALYSE_TASK, args=[run_ids])
+    except Exception:  # kombu raises several unrelated types for "broker unreachable"
+        logger.exception("could not enqueue the analysis of runs %s; run `manage.py analyse --source otlp`", run_ids)
 
 
 def traces_close_stale(*, older_than_s: float | None = None, analyse: bool = True) -> list[int]:
