@@ -351,7 +351,8 @@ def otlp_ingest(*, owner, spans: Sequence[Span], analyse: bool = True) -> OtlpRe
     with transaction.atomic():
         fast_commit()
         known, fresh = _traces(owner, by_trace)
-        stored = stored_span_ids([known[tid].pk for tid in by_trace if tid not in fresh])
+        old = [tid for tid in by_trace if tid not in fresh]
+        stored = stored_span_ids([known[tid].pk for tid in old], [sid for tid in old for sid in by_trace[tid]])
         for trace_id, trace_spans in by_trace.items():
             ext = known[trace_id]
             new = [s for s in trace_spans.values() if (ext.pk, s.span_id) not in stored]
