@@ -48,7 +48,7 @@ FINISH_FIELDS = frozenset({"status", "final_answer", "reason", "success"})
 
 # A \uD800-\uDFFF escape in the text: json.loads turns a lone one into a code
 # point that is not valid UTF-8 and that Postgres would refuse mid-write.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # high and low halves
 
 
 class ApiError(ValueError):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -38,6 +39,15 @@ SPAN_ID_BYTES = 8
 # instrumentation nests more than a few levels, and a recursive walk over an
 # attacker's 10,000-level value must not reach Python's recursion limit.
 MAX_ATTRIBUTE_DEPTH = 16
+# Attribute strings are cut to this many characters when decoded: a 10 MB
+# prompt dump is stored and shown as its first quarter mebibyte (a note says
+# how long it was), not copied whole into every step and page that shows it.
+MAX_ATTRIBUTE_CHARS = 262_144
+# Counters (tokens) past this are an exporter's bug, not a model's usage; the
+# step's columns are 32-bit.
+MAX_COUNT = 2**31 - 1
+# Step.tool is a varchar(120).
+TOOL_CHARS = 120
 # Tool calls that end the run with an answer rather than act on the world
 # (agentlab's own `finish`, the ReAct paper's `Finish[...]`, smolagents' `final_answer`).
 FINISH_TOOLS = frozenset({"finish", "final_answer", "final-answer", "submit_final_answer"})
@@ -94,6 +104,17 @@ _STATUS_CODES = {0: "unset", 1: "ok", 2: "error", "STATUS_CODE_UNSET": "unset", 
                  "STATUS_CODE_ERROR": "error"}
 
 
+def _cap(text: str) -> str:
+    if len(text) <= MAX_ATTRIBUTE_CHARS:
+        return text
+    return f"{text[:MAX_ATTRIBUTE_CHARS]}… [cut by agentlab: {len(text):,} characters in all]"
+
+
+def _double(value: float) -> float | str:
+    # jsonb has no NaN or infinity: keep them readable as text.
+    return value if math.isfinite(value) else str(value)
+
+
 def _check_depth(where: str, depth: int) -> None:
     if depth > MAX_ATTRIBUTE_DEPTH:
         raise OtlpError(f"{where} is nested more than {MAX_ATTRIBUTE_DEPTH} levels deep")
@@ -109,7 +130,11 @@ def _any_pb(value: Any, where: str, depth: int = 0) -> Any:
     if kind == "kvlist_value":
         return {kv.key: _any_pb(kv.value, where, depth + 1) for kv in value.kvlist_value.values}
     if kind == "bytes_value":
-        return base64.b64encode(value.bytes_value).decode("ascii")
+        return _cap(base64.b64encode(value.bytes_value).decode("ascii"))
+    if kind == "string_value":
+        return _cap(value.string_value)
+    if kind == "double_value":
+        return _double(value.double_value)
     return getattr(value, kind)
 
 
@@ -154,12 +179,12 @@ def decode_protobuf(body: bytes) -> list[Span]:
                         trace_id=_id_hex(sp.trace_id, TRACE_ID_BYTES, f"{where}.traceId", required=True),
                         span_id=_id_hex(sp.span_id, SPAN_ID_BYTES, f"{where}.spanId", required=True),
                         parent_id=_id_hex(sp.parent_span_id, SPAN_ID_BYTES, f"{where}.parentSpanId", required=False),
-                        name=sp.name,
+                        name=_cap(sp.name),
                         start_ns=sp.start_time_unix_nano,
                         end_ns=sp.end_time_unix_nano,
                         attrs=attrs,
                         status=_STATUS_CODES.get(sp.status.code, "unset"),
-                        status_message=sp.status.message,
+                        status_message=_cap(sp.status.message),
                         service=service,
                     )
                 )
@@ -224,7 +249,7 @@ def _any_json(value: Any, where: str, depth: int = 0) -> Any:
     if kind == "stringValue":
         if not isinstance(inner, str):
             raise OtlpError(f"{where}.stringValue must be a string")
-        return inner
+        return _cap(inner)
     if kind == "boolValue":
         if not isinstance(inner, bool):
             raise OtlpError(f"{where}.boolValue must be true or false")
@@ -237,12 +262,15 @@ def _any_json(value: Any, where: str, depth: int = 0) -> Any:
         raise OtlpError(f"{where}.intValue must be an integer")
     if kind == "doubleValue":
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):
-            return float(inner)
+            try:
+                return _double(float(inner))
+            except OverflowError as exc:
+                raise OtlpError(f"{where}.doubleValue is out of range") from exc
         raise OtlpError(f"{where}.doubleValue must be a number")
     if kind == "bytesValue":
         if not isinstance(inner, str):
             raise OtlpError(f"{where}.bytesValue must be a base64 string")
-        return inner
+        return _cap(inner)
     if kind == "arrayValue":
         values = _list(_obj(inner, f"{where}.arrayValue"), "values", f"{where}.arrayValue")
         return [_any_json(v, f"{where}.arrayValue.values[{i}]", depth + 1) for i, v in enumerate(values)]
@@ -292,12 +320,12 @@ def decode_json(data: Any) -> list[Span]:
                         span_id=_hex_id(sp.get("spanId"), SPAN_ID_BYTES, f"{where}.spanId", required=True),
                         parent_id=_hex_id(sp.get("parentSpanId"), SPAN_ID_BYTES, f"{where}.parentSpanId",
                                           required=False),
-                        name=name,
+                        name=_cap(name),
                         start_ns=_uint(sp.get("startTimeUnixNano", 0), f"{where}.startTimeUnixNano"),
                         end_ns=_uint(sp.get("endTimeUnixNano", 0), f"{where}.endTimeUnixNano"),
                         attrs=_attributes_json(_list(sp, "attributes", where), f"{where}.attributes"),
                         status=_STATUS_CODES.get(status.get("code", 0), "unset"),
-                        status_message=message,
+                        status_message=_cap(message),
                         service=service,
                     )
                 )
@@ -342,8 +370,8 @@ def _first(attrs: dict, keys: Iterable[str]) -> Any:
 
 def _int(value: Any) -> int:
     try:
-        return max(0, int(value))
-    except (TypeError, ValueError):
+        return min(MAX_COUNT, max(0, int(value)))
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 
@@ -663,6 +691,8 @@ class _Mapper:
         self.steps: list[Step] = []
 
     def emit(self, kind: str, text: str = "", **fields: Any) -> Step:
+        if fields.get("tool"):
+            fields["tool"] = fields["tool"][:TOOL_CHARS]
         step = Step(index=self.state.next_index, kind=kind, text=text, **fields)
         self.state.next_index += 1
         self.steps.append(step)

@@ -46,7 +46,7 @@ from tracing.ingest.writes import (
     write_new_steps,
 )
 from tracing.models import ExternalRun, IngestedSpan, Step, get_run_model
-from tracing.recorder import add_to_summaries
+from tracing.recorder import add_to_summaries, clean_text, clean_value
 from tracing.signals import send_run_ended
 from tracing.steps import Step as StepRecord
 from tracing.summary import RunSummary
@@ -240,9 +240,10 @@ def _new_otlp_run(owner, trace_id: str, spans: Sequence[Span]) -> models.Model:
         if getattr(info, key):
             settings[key] = getattr(info, key)
     Run = get_run_model()
+    # Span text may hold a NUL (protobuf strings may), which Postgres text refuses.
     return Run(
-        owner=owner, prompt=info.prompt, provider=Run.Provider.IMPORT, source="otlp",
-        model_name=(info.model or UNKNOWN_MODEL)[:120], settings=settings, status=Run.Status.RUNNING,
+        owner=owner, prompt=clean_text(info.prompt), provider=Run.Provider.IMPORT, source="otlp",
+        model_name=clean_text(info.model or UNKNOWN_MODEL)[:120], settings=settings, status=Run.Status.RUNNING,
         context={"system": info.system} if info.system else {},
         started_at=_ns_to_datetime(info.started_ns) or timezone.now(), **UNKNOWN_SETTINGS,
     )
@@ -375,19 +376,20 @@ def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_fi
     if ext.span_count:  # a new run already has what describe() found
         info = describe(new)
         if run.model_name == UNKNOWN_MODEL and info.model:
-            fields["model_name"] = info.model[:120]
+            fields["model_name"] = clean_text(info.model)[:120]
         # The root agent span, which ends last, names the task better than a
         # model call's prompt taken from an earlier batch.
-        if info.prompt and (not run.prompt or (info.prompt_from_root and info.prompt != run.prompt)):
-            fields["prompt"] = info.prompt
+        prompt = clean_text(info.prompt)
+        if prompt and (not run.prompt or (info.prompt_from_root and prompt != run.prompt)):
+            fields["prompt"] = prompt
         # agent.name may first appear in any batch (the agent span ends last):
         # until then the run is named after the service or a span.
         settings = dict(run.settings or {})
         if info.agent_named and settings.get("agent") != info.agent:
             settings["agent"] = info.agent
-            fields["settings"] = settings
+            fields["settings"] = clean_value(settings)
         if info.system and not (run.context or {}).get("system"):
-            fields["context"] = {**(run.context or {}), "system": info.system}
+            fields["context"] = clean_value({**(run.context or {}), "system": info.system})
     if fields:
         Run.objects.filter(pk=run.pk).update(**fields)
     if state.finished and not was_finished:

@@ -13,7 +13,6 @@ transaction (tracing.recorder.add_to_summaries): the same rule
 from __future__ import annotations
 
 import hashlib
-import json
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -260,7 +259,7 @@ def save_states(rows: Sequence[tuple[int, dict, int]]) -> None:
     if not rows:
         return
     values = ", ".join(["(%s::bigint, %s::jsonb, %s::int)"] * len(rows))
-    params = [v for ext_id, state, added in rows for v in (ext_id, json.dumps(state), added)]
+    params = [v for ext_id, state, added in rows for v in (ext_id, clean_json(state), added)]
     with connection.cursor() as cur:
         cur.execute(
             "UPDATE tracing_externalrun e SET state = v.state, span_count = e.span_count + v.added "
