@@ -14,11 +14,16 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from runs.launch.models import Run
-from tests.tracing.test_ingest_otlp import ROOT, TRACE, _proto, _request, _sid, post, token  # noqa: F401  (fixtures)
+from tests.tracing import test_ingest_otlp as otlp_tests
+from tests.tracing.test_ingest_otlp import ROOT, TRACE, _proto, _request, _sid
 from tracing.ingest.otlp import MAX_ATTRIBUTE_CHARS, MAX_COUNT
 from tracing.models import ExternalRun, IngestedSpan, Step
 
 pytestmark = pytest.mark.django_db
+
+# The endpoint's fixtures, shared with its own tests.
+token = otlp_tests.token
+post = otlp_tests.post
 
 PROPERTY_SETTINGS = settings(max_examples=80, deadline=None,
                              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -7,12 +7,17 @@ import pytest
 from django.core.management import call_command
 
 from runs.launch.models import Run
-from tests.tracing.test_ingest_otlp import _agent_trace, _llm, _proto, post, token  # noqa: F401  (fixtures)
+from tests.tracing import test_ingest_otlp as otlp_tests
+from tests.tracing.test_ingest_otlp import _agent_trace, _llm, _proto
 from tracing import tasks
 from tracing.ingest import services
 from tracing.models import ExternalRun, Step
 
 pytestmark = pytest.mark.django_db
+
+# The endpoint's fixtures, shared with its own tests.
+token = otlp_tests.token
+post = otlp_tests.post
 
 
 def _steps(run) -> list[tuple]:
