@@ -102,3 +102,25 @@ def test_the_agent_name_may_come_in_a_later_batch(post):
     assert post(_proto(spans[1:])).status_code == 200
     run.refresh_from_db()
     assert run.settings["agent"] == "weather-agent"
+
+
+def _looping_trace() -> list[dict]:
+    spans = []
+    for turn in range(8):
+        spans.append({"span_id": (100 + turn).to_bytes(8, "big"), "start": 10 + turn * 10, "attrs": {
+            "openinference.span.kind": "TOOL", "tool.name": "search", "input.value": '{"query": "Calder Bay"}',
+            "output.value": "No results."}})
+    spans.append({"span_id": otlp_tests.ROOT, "parent": b"", "start": 0, "dur": 1000, "name": "agent", "attrs": {
+        "openinference.span.kind": "AGENT", "input.value": "Where is Calder Bay?", "output.value": "Unknown."}})
+    return spans
+
+
+def test_a_looping_trace_gets_the_default_policy_replayed_shown_and_filtered(post, client, user):
+    assert post(_proto(_looping_trace())).status_code == 200
+    run = Run.objects.get(source="otlp")
+    assert run.intervention_count >= 1 and "repetition" in run.intervention_detectors
+    client.force_login(user)
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert "intervention-band replayed" in page and "replayed" in page
+    listed = client.get("/runs/?detector=repetition").content.decode()
+    assert run.get_absolute_url() in listed
