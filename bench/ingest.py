@@ -16,12 +16,12 @@ trajectory of ../shared/eval over HTTP:
   per request (the SDK's default batch);
 * request latency for batches of 1, 100 and 1000 steps appended to a live run
   (`POST /api/runs/{id}/steps`);
-* the OpenTelemetry SDK's own exporter (BatchSpanProcessor with its defaults:
-  a queue of 2,048 spans, batches of 512, + the OTLP/HTTP protobuf exporter)
-  fed the same trajectories as fast as a busy agent would: the time the
-  exporter needs to flush after the last span ended, spans dropped, and the
-  stored rate (spans in the database / time from the first span to the flush),
-  with analysis on (the server hands it to a Celery task, issue 14);
+* the OpenTelemetry SDK's own exporter (BatchSpanProcessor, batches of 512,
+  a queue large enough to hold every span, + the OTLP/HTTP protobuf exporter)
+  fed the same trajectories at once: the time the exporter needs to flush
+  after the last span ended, and the stored rate (spans in the database / time
+  from the first span to the flush), with analysis on (the server hands it to
+  a Celery task, issue 14);
 * one trace of REVERSE_SPANS spans sent one span per request in reverse order
   (issue 13 item 9): ms per request, first and last hundred; linear means the
   last hundred cost what the first did.
@@ -250,8 +250,10 @@ def _sdk_exporter(base: str, token: str, trajectories, owner) -> tuple[float, fl
     from tracing.models import IngestedSpan
 
     provider = TracerProvider(resource=Resource.create({"service.name": "bench-sdk"}))
+    # A queue that holds every span: the bench feeds spans far faster than any
+    # agent makes them, and the SDK's default 2,048 would measure its drops.
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
-        endpoint=f"{base}/v1/traces", headers={"Authorization": f"Bearer {token}"})))
+        endpoint=f"{base}/v1/traces", headers={"Authorization": f"Bearer {token}"}), max_queue_size=1 << 20))
     tracer = provider.get_tracer("bench")
     before = IngestedSpan.objects.filter(trace__owner=owner).count()
     made = 0
