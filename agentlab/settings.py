@@ -216,6 +216,14 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 RUN_QUEUE = env_str("RUN_QUEUE", "agentlab-runs")
 CELERY_TASK_DEFAULT_QUEUE = RUN_QUEUE
 
+# Ingestion (tracing.ingest). The OTLP endpoint stores spans and answers; the
+# analysis of the runs a request ended (signals, the replayed watchdog policy,
+# the anchor break) runs in a Celery task, unless this is set (tests; a
+# deployment without workers), when it runs in the request.
+INGEST_ANALYSE_INLINE = env_bool("INGEST_ANALYSE_INLINE", False)
+# A trace with no new span for this long whose root span never came (lost,
+# or the process died) is ended by `manage.py closetraces` / the beat entry below.
+INGEST_TRACE_TIMEOUT_S = env_float("INGEST_TRACE_TIMEOUT_S", 900.0)
 # Postgres is the source of truth for the queue too (runs.launch.lease,
 # runs.launch.reconcile). A worker holds the run it executes with an advisory
 # lock and a heartbeat; the reconciler, every RECONCILE_INTERVAL_S on a control
@@ -241,6 +249,8 @@ CELERY_BEAT_SCHEDULE = {
         # A sweep nobody took in time is replaced by the next one, not queued up.
         "options": {"queue": RUN_CONTROL_QUEUE, "expires": RECONCILE_INTERVAL_S * 2},
     },
+
+    "close-stale-traces": {"task": "tracing.tasks.close_stale_traces", "schedule": 60.0},
 }
 
 # Models. All of them are reached through the openai client by base URL.

@@ -15,7 +15,19 @@ trajectory of ../shared/eval over HTTP:
   LLM span per thought / final, a TOOL span per action + observation), 512 spans
   per request (the SDK's default batch);
 * request latency for batches of 1, 100 and 1000 steps appended to a live run
-  (`POST /api/runs/{id}/steps`).
+  (`POST /api/runs/{id}/steps`);
+* the OpenTelemetry SDK's own exporter (BatchSpanProcessor, batches of 512,
+  a queue large enough to hold every span, + the OTLP/HTTP protobuf exporter)
+  fed the same trajectories at once: the time the exporter needs to flush
+  after the last span ended, and the stored rate (spans in the database / time
+  from the first span to the flush), with analysis on (the server hands it to
+  a Celery task, issue 14);
+* one trace of REVERSE_SPANS spans sent one span per request in reverse order
+  (issue 13 item 9): ms per request, first and last hundred; linear means the
+  last hundred cost what the first did.
+
+`--only reverse` runs the last part alone (no eval data needed), so the same
+script can measure an older checkout.
 
 Targets (issue 8): JSON API >= 20,000 steps/s and >= 0.3 of raw COPY; OTLP
 >= 5,000 spans/s. Per-run analysis (signals + anchor break) is not in the
@@ -26,6 +38,7 @@ cost is measured and printed separately.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -46,6 +59,11 @@ TARGET_STEPS_PER_S = 20_000
 TARGET_COPY_RATIO = 0.3
 TARGET_SPANS_PER_S = 5_000
 LATENCY_SIZES = {1: 300, 100: 60, 1000: 20}  # batch size -> requests
+# Issue 14: the SDK exporter's stored rate was about 650 spans/s on this machine.
+TARGET_SDK_SPANS_PER_S = 650
+REVERSE_SPANS = 600
+# The analysis tasks the server enqueues go to a queue no worker reads (purged at the end).
+BENCH_QUEUE = "bench-ingest-analysis"
 
 
 def _load():
@@ -222,6 +240,95 @@ def _analysis_cost(owner, trajectories) -> float:
     return (time.perf_counter() - started) / max(1, len(sample))
 
 
+def _sdk_exporter(base: str, token: str, trajectories, owner) -> tuple[float, float, int, int]:
+    """(flush seconds, stored spans/s, spans made, spans stored) through the SDK's own exporter."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.trace import set_span_in_context
+
+    from tracing.models import IngestedSpan
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "bench-sdk"}))
+    # A queue that holds every span: the bench feeds spans far faster than any
+    # agent makes them, and the SDK's default 2,048 would measure its drops.
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
+        endpoint=f"{base}/v1/traces", headers={"Authorization": f"Bearer {token}"}), max_queue_size=1 << 20))
+    tracer = provider.get_tracer("bench")
+    before = IngestedSpan.objects.filter(trace__owner=owner).count()
+    made = 0
+    started = time.perf_counter()
+    for traj in trajectories:
+        t = time.time_ns()
+        root = tracer.start_span("agent", start_time=t, attributes={
+            "openinference.span.kind": "AGENT", "input.value": traj.task, "agent.name": "bench-sdk"})
+        ctx = set_span_in_context(root)
+        steps = traj.steps
+        for pos, step in enumerate(steps):
+            start = t + (pos + 1) * 1000
+            if step.kind in ("thought", "final"):
+                text = step.text if step.kind == "thought" else f"Final Answer: {step.text}"
+                attrs = {"openinference.span.kind": "LLM", "llm.model_name": "eval",
+                         "llm.output_messages.0.message.role": "assistant",
+                         "llm.output_messages.0.message.content": text,
+                         "llm.token_count.prompt": 100, "llm.token_count.completion": 20}
+            elif step.kind == "action":
+                result = steps[pos + 1].text if pos + 1 < len(steps) and steps[pos + 1].kind == "observation" else ""
+                args = step.args if isinstance(step.args, str) else json.dumps(step.args)
+                attrs = {"openinference.span.kind": "TOOL", "tool.name": step.tool or "tool",
+                         "input.value": args or "", "output.value": result}
+            else:
+                continue
+            tracer.start_span("step", context=ctx, start_time=start, attributes=attrs).end(end_time=start + 500)
+            made += 1
+        root.end(end_time=t + (len(steps) + 2) * 1000)
+        made += 1
+    last_end = time.perf_counter()
+    provider.force_flush(600_000)
+    flushed = time.perf_counter()
+    provider.shutdown()
+    stored = IngestedSpan.objects.filter(trace__owner=owner).count() - before
+    return flushed - last_end, stored / (flushed - started), made, stored
+
+
+def _reverse_order(base: str, token: str) -> list[float]:
+    """ms per request for one trace of REVERSE_SPANS spans, one span per request, latest first."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    trace_id = os.urandom(16)
+    t0 = 1_700_000_000_000_000_000
+    bodies = []
+    for n in range(REVERSE_SPANS, 0, -1):  # the root (n == 1, starts first) comes last
+        request = ExportTraceServiceRequest()
+        sp = request.resource_spans.add().scope_spans.add().spans.add()
+        sp.trace_id, sp.span_id = trace_id, n.to_bytes(8, "big")
+        if n == 1:
+            sp.start_time_unix_nano, sp.end_time_unix_nano = t0, t0 + (REVERSE_SPANS + 1) * 1_000_000
+            attrs = {"openinference.span.kind": "AGENT", "input.value": "reverse"}
+        else:
+            sp.parent_span_id = (1).to_bytes(8, "big")
+            sp.start_time_unix_nano = t0 + n * 1_000_000
+            sp.end_time_unix_nano = sp.start_time_unix_nano + 500_000
+            attrs = ({"openinference.span.kind": "TOOL", "tool.name": "search", "input.value": f"query {n}",
+                      "output.value": f"result {n} " * 20} if n % 2 else
+                     {"openinference.span.kind": "LLM", "llm.model_name": "eval",
+                      "llm.output_messages.0.message.role": "assistant",
+                      "llm.output_messages.0.message.content": f"thinking about {n}"})
+        sp.name = attrs["openinference.span.kind"]
+        for key, value in attrs.items():
+            kv = sp.attributes.add()
+            kv.key, kv.value.string_value = key, value
+        bodies.append(request.SerializeToString())
+    return [_post(f"{base}/v1/traces", token, body, "application/x-protobuf") * 1000 for body in bodies]
+
+
+def _print_reverse(times: list[float]) -> None:
+    first, last = statistics.mean(times[:100]), statistics.mean(times[-100:])
+    print(f"reverse-ordered trace, {REVERSE_SPANS} spans one per request: mean {statistics.mean(times):.1f} ms/request, "
+          f"first 100 {first:.1f} ms, last 100 {last:.1f} ms (last / first {last / first:.2f})")
+
+
 def serve(port: int, threads: int) -> None:
     """agentlab's WSGI app behind a stdlib HTTP/1.1 server with a fixed pool of threads.
 
@@ -254,18 +361,42 @@ def serve(port: int, threads: int) -> None:
     server.serve_forever()
 
 
+def _start_server(port: int, threads: int) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "DB_NAME": DB_NAME, "DEBUG": "0", "LOG_LEVEL": "ERROR", "RUN_QUEUE": BENCH_QUEUE}
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", "--port", str(port), "--threads", str(threads)],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"{base}/api/openapi.json", timeout=1).read()
+            break
+        except OSError:
+            time.sleep(0.2)
+    return server, base
+
+
+def _purge_bench_queue() -> None:
+    from agentlab.celery import app
+
+    with contextlib.suppress(Exception), app.connection_for_write() as conn:
+        conn.default_channel.queue_purge(BENCH_QUEUE)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--port", type=int, default=8731)
+    parser.add_argument("--only", choices=["reverse"], default=None)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.port, args.threads)
         return
-    if not EVAL_DIR.exists():
+    if not EVAL_DIR.exists() and args.only is None:
         sys.exit(f"no trajectories at {EVAL_DIR}")
 
     ensure_database(DB_NAME)
@@ -275,24 +406,21 @@ def main() -> None:
 
     owner = get_user_model().objects.create_user("bench")
     token = token_create(user=owner, project_id=bench_project(owner).pk, name="bench")[1]
+    if args.only == "reverse":
+        server, base = _start_server(args.port, args.concurrency)
+        try:
+            _print_reverse(_reverse_order(base, token))
+        finally:
+            server.terminate()
+            server.wait(10)
+        return
     trajectories = _load()
     total_steps = sum(len(t.steps) for t in trajectories)
     print(f"{len(trajectories)} trajectories, {total_steps} steps from {EVAL_DIR}")
 
-    env = {**os.environ, "DB_NAME": DB_NAME, "DEBUG": "0", "LOG_LEVEL": "ERROR"}
-    server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", "--port", str(args.port), "--threads", str(args.concurrency)],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{args.port}"
+    server, base = _start_server(args.port, args.concurrency)
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{base}/api/openapi.json", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.2)
-        api_rates, copy_rates, otlp_rates = [], [], []
+        api_rates, copy_rates, otlp_rates, sdk = [], [], [], []
         for round_no in range(1, args.rounds + 1):
             bodies = _api_bodies(trajectories, f"r{round_no}")
             elapsed = _send_all(f"{base}/api/runs", token, bodies, "application/json", args.concurrency)
@@ -301,15 +429,20 @@ def main() -> None:
             otlp, spans = _otlp_bodies(trajectories, round_no)
             elapsed = _send_all(f"{base}/v1/traces", token, otlp, "application/x-protobuf", args.concurrency)
             otlp_rates.append(spans / elapsed)
+            sdk.append(_sdk_exporter(base, token, trajectories, owner))
             print(f"round {round_no}: JSON API {api_rates[-1]:,.0f} steps/s ({len(bodies)} requests), "
                   f"raw COPY {copy_rates[-1]:,.0f} rows/s, OTLP {otlp_rates[-1]:,.0f} spans/s "
-                  f"({spans} spans, {len(otlp)} requests)")
+                  f"({spans} spans, {len(otlp)} requests); SDK exporter: flush {sdk[-1][0]:.2f} s, "
+                  f"stored {sdk[-1][1]:,.0f} spans/s, {sdk[-1][3]} of {sdk[-1][2]} spans stored")
         latencies = _latencies(base, token)
+        reverse = _reverse_order(base, token)
     finally:
         server.terminate()
         server.wait(10)
+        _purge_bench_queue()
 
     api, copy_, otlp = statistics.median(api_rates), statistics.median(copy_rates), statistics.median(otlp_rates)
+    flush, stored = statistics.median(r[0] for r in sdk), statistics.median(r[1] for r in sdk)
     ratio = api / copy_
     print()
     print("median of rounds            value        target   ok")
@@ -317,8 +450,11 @@ def main() -> None:
     print(f"raw COPY rows/s         {copy_:>12,.0f}")
     print(f"JSON API / raw COPY     {ratio:>12.2f}  {TARGET_COPY_RATIO:>12}   {ratio >= TARGET_COPY_RATIO}")
     print(f"OTLP protobuf spans/s   {otlp:>12,.0f}  {TARGET_SPANS_PER_S:>12,}   {otlp >= TARGET_SPANS_PER_S}")
+    print(f"SDK exporter stored/s   {stored:>12,.0f}  {TARGET_SDK_SPANS_PER_S:>12,}   {stored >= TARGET_SDK_SPANS_PER_S}")
+    print(f"SDK exporter flush s    {flush:>12.2f}")
     for size, (p50, p95) in latencies.items():
         print(f"POST steps, batch {size:>4}: p50 {p50:7.1f} ms  p95 {p95:7.1f} ms")
+    _print_reverse(reverse)
     print(f"analysis on finish (signals + anchor break): {_analysis_cost(owner, trajectories) * 1000:.1f} ms/run")
 
 

@@ -7,6 +7,15 @@ import pytest
 _counter = itertools.count()
 
 
+# Ingestion hands the analysis of ended runs to a Celery task; tests run it in
+# the request so what they assert is there when the response is (a test of the
+# task itself turns this off).
+@pytest.fixture(autouse=True)
+def _ingest_analyse_inline(request):
+    if request.config.pluginmanager.hasplugin("django"):  # the pure tests run with -p no:django
+        request.getfixturevalue("settings").INGEST_ANALYSE_INLINE = True
+
+
 # No password: the tests sign in with force_login, and hashing one (PBKDF2, a
 # million rounds) costs a third of a second per user.
 @pytest.fixture

@@ -13,8 +13,15 @@ from typing import Any
 
 from tracing.anchoring import AnchorReport, anchor_report
 from tracing.course import course_changes
+from tracing.replay import replay
 from tracing.steps import Step
 from tracing.watchdog import OFF_POLICY, Policy, Watchdog
+
+# Where a replayed policy would have intervened in a run it did not watch (an
+# ingested or imported run): on the step it reacted to, as {"detector", "tier",
+# "message", "policy", "policy_version", "evidence"}. The run summary counts it
+# as an intervention (tracing.summary), so lists filter on it like on live ones.
+REPLAYED_KEY = "replayed_intervention"
 
 
 def analyse(
@@ -24,9 +31,11 @@ def analyse(
     context: dict[str, Any] | None = None,
     policy: Policy | None = None,
     recompute_signals: bool = True,
+    replay_policy: Policy | None = None,
 ) -> AnchorReport:
     """The anchor report, and each record's meta updated in place with its
-    anchoring score, the watchdog's signals (when asked) and course changes."""
+    anchoring score, the watchdog's signals (when asked), course changes and,
+    with ``replay_policy``, where that policy would have intervened."""
     report = anchor_report(records, task=task, context=context)
     courses = course_changes(records)
     signals: dict[int, dict[str, Any]] = {}
@@ -35,6 +44,15 @@ def analyse(
         for record in records:
             watchdog.observe(record)
         signals = watchdog.signals
+    replayed: dict[int, dict[str, Any]] = {}
+    if replay_policy is not None and replay_policy.enabled:
+        # A replay of its own: the signals above cover every step, while a
+        # replayed stop ends what the policy would have seen.
+        done = replay(records, goal=task, policy=replay_policy, context=context)
+        for index, iv in done.watchdog.interventions:
+            replayed[index] = {"detector": iv.detector, "tier": iv.tier, "message": iv.message,
+                               "policy": replay_policy.name, "policy_version": replay_policy.version,
+                               "evidence": iv.evidence}
     for record in records:
         meta = dict(record.meta or {})
         score = report.scores.get(record.index)
@@ -47,5 +65,10 @@ def analyse(
                 meta.pop("signals", None)
         if record.index in courses:
             meta["course"] = courses[record.index]
+        if replay_policy is not None:
+            if record.index in replayed:
+                meta[REPLAYED_KEY] = replayed[record.index]
+            else:
+                meta.pop(REPLAYED_KEY, None)
         record.meta = meta
     return report

@@ -51,10 +51,14 @@ class RunSummary:
         self.prompt_tokens += prompt
         self.completion_tokens += completion
         self.latency_ms += latency
-        if step.kind == "intervention":
+        # A policy replayed over a run it did not watch (tracing.analysis) counts
+        # where it would have intervened: lists and filters treat both alike.
+        replayed = meta.get("replayed_intervention") if step.kind != "intervention" else None
+        if step.kind == "intervention" or isinstance(replayed, dict):
+            source = replayed if isinstance(replayed, dict) else meta
             self.interventions += 1
-            detector = str(meta.get("detector") or "watchdog")[:DETECTOR_CHARS]
-            tier = str(meta.get("tier") or "")[:TIER_CHARS]
+            detector = str(source.get("detector") or "watchdog")[:DETECTOR_CHARS]
+            tier = str(source.get("tier") or "")[:TIER_CHARS]
             if detector not in self.detectors:
                 self.detectors.append(detector)
             if tier and tier not in self.tiers:

@@ -18,7 +18,7 @@ from typing import Any
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
-from runs.launch.analysis import attribution_column, report_columns
+from runs.launch.analysis import attribution_column, default_policy, report_columns
 from runs.launch.models import Run
 from runs.reviews.services import review_items_sync
 from tracing.analysis import analyse
@@ -150,7 +150,11 @@ def import_trajectory(traj: Trajectory, *, project_id: int, owner=None, source: 
         return found, False
     # Signals and anchoring go into each step's meta before the insert, so an
     # imported run lands complete in one pass.
-    report = analyse(traj.steps, task=traj.goal, context=traj.context or None)
+    # A run no watchdog of ours watched gets the default policy replayed (the
+    # interruptions of the agent's own watchdog, if any, are the record).
+    watched = any(s.kind == "intervention" for s in traj.steps)
+    report = analyse(traj.steps, task=traj.goal, context=traj.context or None,
+                     replay_policy=None if watched else default_policy(project_id))
     run = _new_run(traj, owner=owner, project_id=project_id, source=label, run_key=run_key, report=report)
     try:
         with transaction.atomic():

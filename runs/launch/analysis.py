@@ -16,12 +16,16 @@ from django.db import connection, transaction
 
 from runs.launch.models import Run
 from runs.launch.selectors import run_history
+from runs.policies.models import Policy
 from tracing.analysis import analyse
 from tracing.anchoring import AnchorReport
 from tracing.attribution import attribute
 from tracing.models import Step
 from tracing.recorder import clean_json, clean_value
 from tracing.steps import Step as StepRecord
+from tracing.summary import RunSummary
+from tracing.watchdog import DEFAULT_POLICY
+from tracing.watchdog import Policy as WatchdogPolicy
 
 # Rows per UPDATE ... FROM (VALUES ...) statement: bounds one statement's
 # parameters (Postgres allows 65,535) and the size of its text.
@@ -81,6 +85,12 @@ def _update_from_values(table: str, columns: Sequence[tuple[str, str]], rows: Se
                         [value for row in part for value in row])
 
 
+def default_policy(project_id: int | None) -> WatchdogPolicy:
+    """The policy a new run of the project gets (the latest version of its "default"), else the built-in one."""
+    row = Policy.objects.for_project(project_id).latest_versions().filter(name="default").first()
+    return row.as_policy() if row is not None else DEFAULT_POLICY
+
+
 def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False) -> int:
     """Whole-run analysis over the stored steps of these runs (when one ends, after
     a detector changed, or for ingested runs that have no signals), judged with
@@ -89,12 +99,27 @@ def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False) -> 
     trajectories = _records(runs)
     step_rows: list[tuple[int, str]] = []
     run_rows: list[tuple] = []
+    summary_rows: list[tuple] = []
+    defaults: dict[int | None, WatchdogPolicy] = {}  # per project, read once
     for run in runs:
         records, stored = trajectories[run.pk]
+        policy = run.policy.as_policy() if run.policy_id else None
+        # A run the live watchdog did not watch (ingested, imported) gets its
+        # policy, or the default one, replayed: where it would have intervened
+        # is marked and counted like an intervention.
+        watched = any(r.kind == "intervention" for r in records)
+        replay_policy = None
+        if recompute_signals and not watched and run.parent_id is None:
+            if policy is None and run.project_id not in defaults:
+                defaults[run.project_id] = default_policy(run.project_id)
+            replay_policy = policy or defaults[run.project_id]
         # A fork is judged on its whole trajectory, the parent's part included.
-        report = analyse(records, task=run.goal, context=run.context or None,
-                         policy=run.policy.as_policy() if run.policy_id else None,
-                         recompute_signals=recompute_signals)
+        report = analyse(records, task=run.goal, context=run.context or None, policy=policy,
+                         recompute_signals=recompute_signals, replay_policy=replay_policy)
+        if replay_policy is not None:
+            columns = RunSummary.of(records).columns()
+            summary_rows.append((run.pk, columns["intervention_count"], columns["intervention_detectors"],
+                                 columns["intervention_tiers"]))
         for record in records:
             row = stored.get(record.index)
             if row is not None and record.meta != row.meta:
@@ -109,6 +134,9 @@ def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False) -> 
         _update_from_values(connection.ops.quote_name(Run._meta.db_table),
                             [("first_anchor_break", "int"), ("anchor_reason", "text"), ("anchor_evidence", "jsonb"),
                              ("anchor_findings", "jsonb"), ("attribution", "jsonb")], run_rows)
+        _update_from_values(connection.ops.quote_name(Run._meta.db_table),
+                            [("intervention_count", "int"), ("intervention_detectors", "varchar(40)[]"),
+                             ("intervention_tiers", "varchar(10)[]")], summary_rows)
     return len(runs)
 
 

@@ -106,7 +106,7 @@ def test_streaming_in_batches_gives_the_same_steps_as_one_batch():
         assert not needs_rebuild(batch, state)
         parts.extend(map_spans(batch, state))
     assert [s.to_dict() for s in parts] == [s.to_dict() for s in whole]
-    assert state.finished and state.outcome == "succeeded" and state.final_answer == "Calder Bay"
+    assert state.finished and state.outcome == "finished" and state.final_answer == "Calder Bay"
 
 
 def test_a_span_that_belongs_before_written_steps_needs_a_rebuild():

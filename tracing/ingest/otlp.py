@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tracing.ingest import payloads
 from tracing.steps import Step
 
 # OTLP ids: 16-byte trace ids and 8-byte span ids, hex in JSON, raw in protobuf.
@@ -37,6 +39,15 @@ SPAN_ID_BYTES = 8
 # instrumentation nests more than a few levels, and a recursive walk over an
 # attacker's 10,000-level value must not reach Python's recursion limit.
 MAX_ATTRIBUTE_DEPTH = 16
+# Attribute strings are cut to this many characters when decoded: a 10 MB
+# prompt dump is stored and shown as its first quarter mebibyte (a note says
+# how long it was), not copied whole into every step and page that shows it.
+MAX_ATTRIBUTE_CHARS = 262_144
+# Counters (tokens) past this are an exporter's bug, not a model's usage; the
+# step's columns are 32-bit.
+MAX_COUNT = 2**31 - 1
+# Step.tool is a varchar(120).
+TOOL_CHARS = 120
 # Tool calls that end the run with an answer rather than act on the world
 # (agentlab's own `finish`, the ReAct paper's `Finish[...]`, smolagents' `final_answer`).
 FINISH_TOOLS = frozenset({"finish", "final_answer", "final-answer", "submit_final_answer"})
@@ -45,6 +56,12 @@ _HEX = frozenset("0123456789abcdef")
 _FINAL_RE = re.compile(r"Final Answer[ \t]*:[ \t]*(.*)", re.S | re.I)
 _ACTION_RE = re.compile(r"^[ \t]*Action(?:[ \t]*\d+)?[ \t]*:[ \t]*([A-Za-z_][\w-]*)[ \t]*\[(.*)\][ \t.]*$", re.M)
 _THOUGHT_RE = re.compile(r"^\s*Thought(?:\s*\d+)?\s*:\s*", re.I)
+# A tool result sent back to the model as text that reports a failure: the
+# GenAI ``tool_call_response`` part and a tool-role message have no status
+# field, and "Error: RuntimeError: backend unavailable" is not off-topic data.
+_ERROR_TEXT_RE = re.compile(
+    r"^\s*(?:error\b|exception\b|traceback \(most recent call last\)|[A-Za-z_.]*(?:Error|Exception)\s*:|"
+    r"an error occurred while running the tool)", re.I)
 
 
 class OtlpError(ValueError):
@@ -87,6 +104,17 @@ _STATUS_CODES = {0: "unset", 1: "ok", 2: "error", "STATUS_CODE_UNSET": "unset", 
                  "STATUS_CODE_ERROR": "error"}
 
 
+def _cap(text: str) -> str:
+    if len(text) <= MAX_ATTRIBUTE_CHARS:
+        return text
+    return f"{text[:MAX_ATTRIBUTE_CHARS]}… [cut by agentlab: {len(text):,} characters in all]"
+
+
+def _double(value: float) -> float | str:
+    # jsonb has no NaN or infinity: keep them readable as text.
+    return value if math.isfinite(value) else str(value)
+
+
 def _check_depth(where: str, depth: int) -> None:
     if depth > MAX_ATTRIBUTE_DEPTH:
         raise OtlpError(f"{where} is nested more than {MAX_ATTRIBUTE_DEPTH} levels deep")
@@ -102,7 +130,11 @@ def _any_pb(value: Any, where: str, depth: int = 0) -> Any:
     if kind == "kvlist_value":
         return {kv.key: _any_pb(kv.value, where, depth + 1) for kv in value.kvlist_value.values}
     if kind == "bytes_value":
-        return base64.b64encode(value.bytes_value).decode("ascii")
+        return _cap(base64.b64encode(value.bytes_value).decode("ascii"))
+    if kind == "string_value":
+        return _cap(value.string_value)
+    if kind == "double_value":
+        return _double(value.double_value)
     return getattr(value, kind)
 
 
@@ -147,12 +179,12 @@ def decode_protobuf(body: bytes) -> list[Span]:
                         trace_id=_id_hex(sp.trace_id, TRACE_ID_BYTES, f"{where}.traceId", required=True),
                         span_id=_id_hex(sp.span_id, SPAN_ID_BYTES, f"{where}.spanId", required=True),
                         parent_id=_id_hex(sp.parent_span_id, SPAN_ID_BYTES, f"{where}.parentSpanId", required=False),
-                        name=sp.name,
+                        name=_cap(sp.name),
                         start_ns=sp.start_time_unix_nano,
                         end_ns=sp.end_time_unix_nano,
                         attrs=attrs,
                         status=_STATUS_CODES.get(sp.status.code, "unset"),
-                        status_message=sp.status.message,
+                        status_message=_cap(sp.status.message),
                         service=service,
                     )
                 )
@@ -217,7 +249,7 @@ def _any_json(value: Any, where: str, depth: int = 0) -> Any:
     if kind == "stringValue":
         if not isinstance(inner, str):
             raise OtlpError(f"{where}.stringValue must be a string")
-        return inner
+        return _cap(inner)
     if kind == "boolValue":
         if not isinstance(inner, bool):
             raise OtlpError(f"{where}.boolValue must be true or false")
@@ -230,12 +262,15 @@ def _any_json(value: Any, where: str, depth: int = 0) -> Any:
         raise OtlpError(f"{where}.intValue must be an integer")
     if kind == "doubleValue":
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):
-            return float(inner)
+            try:
+                return _double(float(inner))
+            except OverflowError as exc:
+                raise OtlpError(f"{where}.doubleValue is out of range") from exc
         raise OtlpError(f"{where}.doubleValue must be a number")
     if kind == "bytesValue":
         if not isinstance(inner, str):
             raise OtlpError(f"{where}.bytesValue must be a base64 string")
-        return inner
+        return _cap(inner)
     if kind == "arrayValue":
         values = _list(_obj(inner, f"{where}.arrayValue"), "values", f"{where}.arrayValue")
         return [_any_json(v, f"{where}.arrayValue.values[{i}]", depth + 1) for i, v in enumerate(values)]
@@ -285,12 +320,12 @@ def decode_json(data: Any) -> list[Span]:
                         span_id=_hex_id(sp.get("spanId"), SPAN_ID_BYTES, f"{where}.spanId", required=True),
                         parent_id=_hex_id(sp.get("parentSpanId"), SPAN_ID_BYTES, f"{where}.parentSpanId",
                                           required=False),
-                        name=name,
+                        name=_cap(name),
                         start_ns=_uint(sp.get("startTimeUnixNano", 0), f"{where}.startTimeUnixNano"),
                         end_ns=_uint(sp.get("endTimeUnixNano", 0), f"{where}.endTimeUnixNano"),
                         attrs=_attributes_json(_list(sp, "attributes", where), f"{where}.attributes"),
                         status=_STATUS_CODES.get(status.get("code", 0), "unset"),
-                        status_message=message,
+                        status_message=_cap(message),
                         service=service,
                     )
                 )
@@ -335,8 +370,8 @@ def _first(attrs: dict, keys: Iterable[str]) -> Any:
 
 def _int(value: Any) -> int:
     try:
-        return max(0, int(value))
-    except (TypeError, ValueError):
+        return min(MAX_COUNT, max(0, int(value)))
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 
@@ -404,7 +439,7 @@ def _oi_messages(attrs: dict, prefix: str) -> list[dict]:
                 msg["reasoning"] = (msg["reasoning"] + "\n" + text).strip()
             elif not msg["content"]:
                 msg["content"] = text
-            else:
+            elif text not in msg["content"]:  # some instrumentations record both forms
                 msg["content"] += "\n" + text
         msg["calls"] = [msg["calls"][k] for k in sorted(msg["calls"])]
     return out
@@ -433,7 +468,8 @@ def _genai_messages(value: Any) -> list[dict]:
     for raw in value:
         if not isinstance(raw, dict):
             continue
-        msg = {"role": str(raw.get("role") or ""), "content": "", "tool_call_id": "", "calls": [], "reasoning": ""}
+        msg = {"role": str(raw.get("role") or ""), "content": "", "tool_call_id": "", "calls": [], "reasoning": "",
+               "status": ""}
         texts, thoughts = [], []
         parts = raw.get("parts")
         if isinstance(raw.get("content"), str):  # older, flat shape
@@ -451,7 +487,10 @@ def _genai_messages(value: Any) -> list[dict]:
                                      "arguments": part.get("arguments")})
             elif kind == "tool_call_response":
                 msg["tool_call_id"] = str(part.get("id") or "")
-                texts.append(_text(part.get("response", part.get("result"))))
+                response = part.get("response", part.get("result"))
+                if isinstance(response, dict) and ("error" in response or response.get("status") == "error"):
+                    msg["status"] = "error"
+                texts.append(_text(response))
         msg["content"] = "\n".join(t for t in texts if t)
         msg["reasoning"] = "\n".join(t for t in thoughts if t)
         out.append(msg)
@@ -482,7 +521,13 @@ def _messages(attrs: dict, direction: str) -> list[dict]:
     # Text completions (OpenInference: llm.prompts.N.prompt.text / llm.choices.N.completion.text).
     if direction == "input":
         return [_message("user", t) for t in _indexed_texts(attrs, "llm.prompts.", ".prompt.text")]
-    return [_message("assistant", t) for t in _indexed_texts(attrs, "llm.choices.", ".completion.text")]
+    found = [_message("assistant", t) for t in _indexed_texts(attrs, "llm.choices.", ".completion.text")]
+    if found:
+        return found
+    # The openai-agents SDK (streamed, some versions) leaves only the
+    # Responses-API object in output.value.
+    response = payloads.response_message(attrs.get("output.value"))
+    return [response] if response is not None and (response["content"] or response["calls"]) else []
 
 
 # The classic ReAct prompt ends with the newest observation: "Observation: ...\nThought:".
@@ -506,9 +551,25 @@ class TraceState:
     seen_inputs: int = 0
     final: bool = False
     finished: bool = False
-    outcome: str = ""  # succeeded | error, once the root span is in
+    outcome: str = ""  # finished | error, once the root span is in
     final_answer: str = ""
     synthetic_calls: int = 0
+    # The latest model output with no tool call (a thought so far): the final
+    # answer if nothing but the root's end follows it. -1: none pending.
+    candidate: int = -1
+    candidate_text: str = ""
+    # Indices of thoughts stored by an earlier batch that became the final.
+    promote: list[int] = field(default_factory=list)
+    # Spans arrived out of order: steps wait for the root (or the trace
+    # timeout) and are then derived once from every stored span, instead of
+    # being re-derived on each late batch (which is quadratic in the trace).
+    deferred: bool = False
+    # Tool calls whose execute_tool span carried no result: the next model
+    # call's input may hold it. call id -> [tool name, latency ms].
+    awaiting: dict[str, list] = field(default_factory=dict)
+    # When the latest batch arrived (Unix seconds): a trace whose root never
+    # ends is closed INGEST_TRACE_TIMEOUT_S after it.
+    seen_at: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -518,6 +579,8 @@ class TraceState:
         if not data:
             return cls()
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if known.get("outcome") == "succeeded":  # states stored before runs "finished"
+            known["outcome"] = "finished"
         return cls(**known)
 
 
@@ -544,43 +607,61 @@ class RunInfo:
 
     model: str = ""
     agent: str = ""
+    # True when the agent's name came from agent.name / gen_ai.agent.name (not
+    # an agent span's name or the service): a later batch may name it better.
+    agent_named: bool = False
     conversation_id: str = ""
     prompt: str = ""
     service: str = ""
     started_ns: int = 0
     prompt_from_root: bool = False
+    system: str = ""  # the system prompt of the first model call
 
 
 def describe(spans: Iterable[Span]) -> RunInfo:
+    spans = list(spans)
     info = RunInfo()
     root_prompt = llm_prompt = ""
+    span_agent = ""
     for span, kind in sort_spans(spans):
         attrs = span.attrs
         info.started_ns = min(info.started_ns or span.start_ns, span.start_ns)
         info.service = info.service or span.service
         if not info.model and kind == "llm":
             info.model = str(_first(attrs, _MODEL_KEYS) or "")
-        if not info.agent:
+        if not info.agent_named:
             agent = _first(attrs, ("agent.name", "gen_ai.agent.name"))
-            if agent is None and kind == "agent":
-                agent = span.name
-            info.agent = str(agent or "")
+            if agent is not None:
+                info.agent, info.agent_named = str(agent), True
+            elif kind == "agent" and not span_agent:
+                span_agent = span.name
         if not info.conversation_id:
             info.conversation_id = str(_first(attrs, ("gen_ai.conversation.id", "session.id")) or "")
         if kind in ("agent", "chain") and not span.parent_id and _first(attrs, ("input.value",)) is not None:
             # The agent's own input is the task; a model call's user message may
             # be a whole ReAct prompt around it.
-            root_prompt = _text(attrs["input.value"])
-        elif not llm_prompt and kind == "llm":
-            users = [m["content"] for m in _messages(attrs, "input") if m["role"] == "user" and m["content"]]
-            llm_prompt = users[0] if users else ""
+            root_prompt = payloads.task_text(attrs["input.value"])
+        elif kind == "llm" and not (llm_prompt and info.system):
+            inputs = _messages(attrs, "input")
+            users = [m["content"] for m in inputs if m["role"] == "user" and m["content"]]
+            llm_prompt = llm_prompt or (users[0] if users else "")
+            systems = [m["content"] for m in inputs if m["role"] in ("system", "developer") and m["content"]]
+            info.system = info.system or (systems[0] if systems else "")
+    if not info.system:
+        instructions = next((s.attrs.get("gen_ai.system_instructions") for s in spans
+                             if s.attrs.get("gen_ai.system_instructions")), None)
+        if instructions is not None:
+            parts = payloads.parse(instructions)
+            info.system = "\n".join(_text(p.get("content")) for p in parts if isinstance(p, dict)) if isinstance(
+                parts, list) else _text(instructions)
     info.prompt = root_prompt or llm_prompt
     info.prompt_from_root = bool(root_prompt)
-    info.agent = info.agent or info.service
+    info.agent = info.agent or span_agent or info.service
     return info
 
 
 def _finish_answer(args: Any) -> str:
+    args = payloads.tool_args(args)
     if isinstance(args, dict):
         for key in ("answer", "final_answer", "result", "output"):
             if key in args:
@@ -590,15 +671,33 @@ def _finish_answer(args: Any) -> str:
     return _text(args)
 
 
+def _stopped(attrs: dict) -> bool:
+    """The model call ended with finish reason "stop" (not a tool call, not cut off)."""
+    reasons = attrs.get("gen_ai.response.finish_reasons", attrs.get("llm.finish_reason"))
+    if isinstance(reasons, str):
+        reasons = [reasons]
+    return isinstance(reasons, list) and "stop" in reasons
+
+
+def _observation_status(text: str, status: str = "") -> str:
+    if status == "error" or _ERROR_TEXT_RE.match(text or ""):
+        return "error"
+    return "ok"
+
+
 class _Mapper:
     def __init__(self, state: TraceState) -> None:
         self.state = state
         self.steps: list[Step] = []
 
     def emit(self, kind: str, text: str = "", **fields: Any) -> Step:
+        if fields.get("tool"):
+            fields["tool"] = fields["tool"][:TOOL_CHARS]
         step = Step(index=self.state.next_index, kind=kind, text=text, **fields)
         self.state.next_index += 1
         self.steps.append(step)
+        # Anything after a model's plain answer means it was not the last word.
+        self.state.candidate = -1
         return step
 
     def open_call(self, call_id: str, tool: str, index: int) -> None:
@@ -619,14 +718,17 @@ class _Mapper:
                     return cid, [name, index]
         return None
 
+    def final(self, text: str, span: Span, **fields: Any) -> Step:
+        self.state.final = True
+        self.state.final_answer = text
+        return self.emit("final", text, **fields)
+
     def call_steps(self, call: dict, span: Span, turn: list[Step]) -> None:
         name = call["name"] or "unknown"
         args = _maybe_json(call["arguments"])
         if name.lower() in FINISH_TOOLS:
-            self.state.final = True
-            self.state.final_answer = _finish_answer(args)
-            turn.append(self.emit("final", self.state.final_answer, tool=name, args=args,
-                                  meta={"span_id": span.span_id}))
+            turn.append(self.final(_finish_answer(args), span, tool=name, args=payloads.tool_args(args),
+                                   meta={"span_id": span.span_id}))
             return
         shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         step = self.emit("action", f"{name}({shown})", tool=name, args=args,
@@ -648,13 +750,17 @@ class _Mapper:
         if not turn:
             # Content capture is opt-in: the call still costs tokens and time.
             turn.append(self.emit("thought", "", meta={**meta, "content_captured": False}))
+            if _stopped(attrs):
+                # The model answered rather than called a tool: its (unseen) answer
+                # is the final one if nothing but the root's end follows.
+                self.state.candidate, self.state.candidate_text = turn[-1].index, ""
         first = turn[0]
         first.prompt_tokens = _int(_first(attrs, _PROMPT_TOKEN_KEYS))
         first.completion_tokens = _int(_first(attrs, _COMPLETION_TOKEN_KEYS))
         first.latency_ms = span.duration_ms
         model = _first(attrs, _MODEL_KEYS)
         if model:
-            first.meta["model"] = str(model)
+            first.meta["model"] = str(model)[:200]
 
     def input_results(self, span: Span, inputs: list[dict[str, Any]]) -> None:
         """Observations of earlier tool calls that a model call's input carries."""
@@ -672,14 +778,22 @@ class _Mapper:
         for msg in inputs[start:]:
             if msg["role"] != "tool":
                 continue
-            taken = self.take_call(msg["tool_call_id"], None, fifo=True)
-            if taken is None:
-                continue
-            call_id, (tool, _index) = taken
-            meta = {"status": "ok", "source": "llm_input", "span_id": span.span_id}
+            awaited = self.state.awaiting.pop(msg["tool_call_id"], None) if msg["tool_call_id"] else None
+            if awaited is not None:
+                tool, latency = awaited
+                call_id = msg["tool_call_id"]
+            else:
+                taken = self.take_call(msg["tool_call_id"], None, fifo=True)
+                if taken is None:
+                    continue
+                call_id, (tool, _index) = taken
+                latency = 0.0
+            meta = {"status": _observation_status(msg["content"], msg.get("status", "")), "source": "llm_input",
+                    "span_id": span.span_id}
             if not call_id.startswith("_"):
                 meta["tool_call_id"] = call_id
-            self.emit("observation", msg["content"], tool=tool, meta=meta)
+            self.emit("observation", msg["content"], tool=tool, meta=meta, latency_ms=latency)
+        self.flush_awaiting(span)
         # Text mode: the result of an action parsed from text is only in the
         # prompt, as its last "Observation:" block.
         text_calls = [cid for cid in self.state.open_calls if cid.startswith("_")]
@@ -688,7 +802,17 @@ class _Mapper:
         if tail:
             tool, _index = self.state.open_calls.pop(text_calls[0])
             self.emit("observation", tail.group(1), tool=tool,
-                      meta={"status": "ok", "source": "prompt", "span_id": span.span_id})
+                      meta={"status": _observation_status(tail.group(1)), "source": "prompt",
+                            "span_id": span.span_id})
+
+    def flush_awaiting(self, span: Span | None) -> None:
+        """Tool results that neither their span nor the next model call carried (content not captured)."""
+        for call_id, (tool, latency) in list(self.state.awaiting.items()):
+            meta = {"status": "ok", "content_captured": False, "tool_call_id": call_id}
+            if span is not None:
+                meta["span_id"] = span.span_id
+            self.emit("observation", "", tool=tool, meta=meta, latency_ms=latency)
+        self.state.awaiting.clear()
 
     def output_steps(self, span: Span, outputs: list[dict[str, Any]], turn: list[Step]) -> None:
         """A model call's answer as steps: tool calls (native or parsed from text), a final, or a thought."""
@@ -714,36 +838,54 @@ class _Mapper:
             before = _THOUGHT_RE.sub("", thought[: final.start()]).strip()
             if before:
                 turn.append(self.emit("thought", before, meta=meta))
-            self.state.final = True
-            self.state.final_answer = final.group(1).strip()
-            turn.append(self.emit("final", self.state.final_answer, meta=meta))
+            turn.append(self.final(final.group(1).strip(), span, meta=meta))
         else:
-            turn.append(self.emit("thought", _THOUGHT_RE.sub("", thought), meta=meta))
+            step = self.emit("thought", _THOUGHT_RE.sub("", thought), meta=meta)
+            turn.append(step)
+            if step.text:
+                # A model output with no tool call is the answer if nothing but the
+                # root's end follows (tools-mode agents end this way, finish
+                # reason "stop"); until then it is a thought.
+                self.state.candidate = step.index
+                self.state.candidate_text = step.text
 
     def tool(self, span: Span) -> None:
         attrs = span.attrs
         name = str(_first(attrs, ("tool.name", "gen_ai.tool.name")) or span.name or "unknown")
-        call_id = str(_first(attrs, ("gen_ai.tool.call.id", "tool_call.id")) or "")
         raw_args = _first(attrs, ("gen_ai.tool.call.arguments", "input.value"))
         result = _first(attrs, ("gen_ai.tool.call.result", "output.value"))
+        text, result_status, result_call_id = payloads.tool_result(result) if result is not None else ("", "", "")
+        call_id = str(_first(attrs, ("gen_ai.tool.call.id", "tool_call.id")) or result_call_id or "")
+        if name.lower() in FINISH_TOOLS and not (call_id and call_id in self.state.open_calls):
+            # smolagents runs its final_answer tool after the model called it:
+            # one answer, whether the call, the tool span or both are traced.
+            if not self.state.final:
+                self.call_steps({"id": call_id, "name": name, "arguments": raw_args}, span, [])
+            return
         taken = self.take_call(call_id, name, fifo=False)
         if taken is None:
-            if name.lower() in FINISH_TOOLS:
-                self.call_steps({"id": call_id, "name": name, "arguments": raw_args}, span, [])
-                return
-            args = _maybe_json(raw_args)
+            args = payloads.tool_args(raw_args)
             shown = "" if args is None else args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
             self.emit("action", f"{name}({shown})", tool=name, args=args,
                       meta={"span_id": span.span_id, **({"tool_call_id": call_id} if call_id else {})})
-        meta: dict[str, Any] = {"status": "error" if span.status == "error" else "ok", "span_id": span.span_id}
+        meta: dict[str, Any] = {"status": "error" if span.status == "error" or result_status == "error" else "ok",
+                                "span_id": span.span_id}
         if call_id:
             meta["tool_call_id"] = call_id
-        text = _text(result)
-        if result is None:
-            if span.status == "error" and span.status_message:
-                text = span.status_message
-            else:
-                meta["content_captured"] = False
+        if span.status == "error" and span.status_message:
+            # The instrumentation's status message is often the only place the
+            # exception is named: show it as the cause.
+            meta["cause"] = span.status_message
+            if span.status_message not in text:
+                text = f"{text}\n{span.status_message}".strip()
+        if result is None and span.status != "error":
+            if call_id:
+                # GenAI spans without content: the next model call's input may carry the result.
+                self.state.awaiting[call_id] = [name, span.duration_ms]
+                return
+            meta["content_captured"] = False
+        elif meta["status"] == "ok":
+            meta["status"] = _observation_status(text)
         self.emit("observation", text, tool=name, meta=meta, latency_ms=span.duration_ms)
 
     def root(self, span: Span) -> None:
@@ -751,15 +893,37 @@ class _Mapper:
         if output is None:
             outs = _genai_messages(span.attrs.get("gen_ai.output.messages"))
             output = "\n".join(m["content"] for m in outs if m["content"]) or None
+        self.flush_awaiting(None)
+        candidate = self.state.candidate
         if span.status == "error":
             reason = span.status_message or f"span {span.name!r} ended with an error"
             self.emit("error", reason, meta={"source": "agent", "reason": reason, "span_id": span.span_id})
-        elif output is not None and not self.state.final:
-            self.state.final = True
-            self.state.final_answer = _text(output)
-            self.emit("final", self.state.final_answer, meta={"span_id": span.span_id, "source": span.name})
+        elif not self.state.final:
+            answer = payloads.answer_text(output).strip() if output is not None else ""
+            if answer == "None":  # what smolagents records for a run that gave no answer
+                answer = ""
+            # The model's last plain answer is the final unless the agent
+            # returned something else (a framework's post-processed output);
+            # the same answer on the root is not stored twice.
+            if candidate >= 0 and (not answer or answer == self.state.candidate_text.strip()):
+                self.promote(candidate)
+            elif answer:
+                self.final(answer, span, meta={"span_id": span.span_id, "source": span.name})
         self.state.finished = True
-        self.state.outcome = "error" if span.status == "error" else "succeeded"
+        self.state.outcome = "error" if span.status == "error" else "finished"
+
+    def promote(self, index: int) -> None:
+        """The pending thought at ``index`` is the run's final answer."""
+        step = next((s for s in self.steps if s.index == index), None)
+        if step is not None:
+            step.kind = "final"
+            text = step.text
+        else:
+            self.state.promote.append(index)  # stored by an earlier batch: the service updates it
+            text = self.state.candidate_text
+        self.state.final = True
+        self.state.final_answer = text
+        self.state.candidate = -1
 
 
 def map_spans(spans: Iterable[Span], state: TraceState) -> list[Step]:
@@ -778,8 +942,26 @@ def map_spans(spans: Iterable[Span], state: TraceState) -> list[Step]:
     return mapper.steps
 
 
+def end_trace(state: TraceState) -> list[Step]:
+    """Steps that end a trace whose root span never came (the trace timeout):
+    tool results still awaited, and the pending answer promoted."""
+    mapper = _Mapper(state)
+    candidate = state.candidate
+    mapper.flush_awaiting(None)
+    if not state.final and candidate >= 0 and not mapper.steps:
+        mapper.promote(candidate)
+    state.finished = True
+    state.outcome = state.outcome or "finished"
+    return mapper.steps
+
+
 def needs_rebuild(spans: Iterable[Span], state: TraceState) -> bool:
     """True when a new span belongs before steps already written."""
     return any(
         produces_steps(span, kind) and order_key(span, kind) < state.last_key for span, kind in sort_spans(spans)
     )
+
+
+def has_root(spans: Iterable[Span]) -> bool:
+    """True when one of these spans ends the trace (a step-producing root)."""
+    return any(not s.parent_id and produces_steps(s, k) and k != "llm" and k != "tool" for s, k in sort_spans(spans))

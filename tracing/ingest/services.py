@@ -7,15 +7,30 @@ their external ids live in ``Run.settings`` (``trace_id``, ``agent``,
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from celery import current_app
+from django.conf import settings as django_settings
 from django.db import models, transaction
 from django.utils import timezone
 
 from tracing.ingest.jsonapi import ApiError, Finish, RunRequest
-from tracing.ingest.otlp import Span, TraceState, classify, describe, map_spans, needs_rebuild, produces_steps
+from tracing.ingest.otlp import (
+    Span,
+    TraceState,
+    classify,
+    describe,
+    end_trace,
+    has_root,
+    map_spans,
+    needs_rebuild,
+    order_key,
+    produces_steps,
+)
 from tracing.ingest.writes import (
     Appended,
     append_steps,
@@ -24,13 +39,14 @@ from tracing.ingest.writes import (
     fast_commit,
     finish_runs,
     locked_external_runs,
+    promote_finals,
     reset_steps,
     save_states,
     stored_span_ids,
     write_new_steps,
 )
 from tracing.models import ExternalRun, IngestedSpan, Step, get_run_model
-from tracing.recorder import add_to_summaries
+from tracing.recorder import add_to_summaries, clean_text, clean_value
 from tracing.signals import send_run_ended
 from tracing.steps import Step as StepRecord
 from tracing.summary import RunSummary
@@ -39,6 +55,8 @@ from tracing.summary import RunSummary
 # run anyone will read; its further spans are refused (OTLP partial success).
 MAX_SPANS_PER_TRACE = 100_000
 UNKNOWN_MODEL = "unknown"
+ANALYSE_TASK = "tracing.tasks.analyse_ingested"
+logger = logging.getLogger(__name__)
 # What a run from outside does not tell us: unknown, shown as "—", never the
 # defaults of a run agentlab launches.
 UNKNOWN_SETTINGS = {"temperature": None, "max_steps": None, "max_tokens": None}
@@ -225,9 +243,11 @@ def _new_otlp_run(owner, project_id: int, trace_id: str, spans: Sequence[Span]) 
         if getattr(info, key):
             settings[key] = getattr(info, key)
     Run = get_run_model()
+    # Span text may hold a NUL (protobuf strings may), which Postgres text refuses.
     return Run(
-        owner=owner, project_id=project_id, prompt=info.prompt, provider=Run.Provider.IMPORT, source="otlp",
-        model_name=(info.model or UNKNOWN_MODEL)[:120], settings=settings, status=Run.Status.RUNNING,
+        owner=owner, project_id=project_id, prompt=clean_text(info.prompt), provider=Run.Provider.IMPORT,
+        source="otlp", model_name=clean_text(info.model or UNKNOWN_MODEL)[:120], settings=settings,
+        status=Run.Status.RUNNING, context={"system": info.system} if info.system else {},
         started_at=_ns_to_datetime(info.started_ns) or timezone.now(), **UNKNOWN_SETTINGS,
     )
 
@@ -258,15 +278,24 @@ def _traces(owner, project_id: int, by_trace: dict[str, dict[str, Span]]) -> tup
     return known, {tid for tid, _ in fresh}
 
 
+def _stored_spans(ext: ExternalRun) -> list[Span]:
+    return [Span.from_payload(p) for p in IngestedSpan.objects.filter(trace=ext).values_list("payload", flat=True)]
+
+
 def _trace_steps(ext: ExternalRun, new: Sequence[Span], state: TraceState) -> tuple[list[StepRecord], TraceState]:
     """The steps the new spans give, and the trace's state after them."""
-    if ext.span_count and needs_rebuild(new, state):
-        # A span that belongs before steps already written (a late batch):
-        # re-derive the whole trace in order from the stored spans.
-        earlier = [Span.from_payload(p) for p in IngestedSpan.objects.filter(trace=ext).values_list("payload", flat=True)]
+    if ext.span_count and (state.deferred or needs_rebuild(new, state)):
+        # A span that belongs before steps already written (a late batch). Re-
+        # deriving the whole trace on every such batch is quadratic when an
+        # exporter sends a trace backwards; so wait for the root (which ends the
+        # trace) and derive the steps once, in order, from every stored span.
+        if not state.finished and not has_root(new):
+            state.deferred = True
+            state.last_key = max([state.last_key, *(order_key(s) for s in new)])
+            return [], state
         reset_steps(ext.run_id)
-        state = TraceState()
-        return map_spans([*earlier, *new], state), state
+        state = TraceState(seen_at=state.seen_at)
+        return map_spans([*_stored_spans(ext), *new], state), state
     return map_spans(new, state), state
 
 
@@ -279,6 +308,7 @@ class _Writes:
     summaries: list = field(default_factory=list)
     states: list = field(default_factory=list)
     finishes: list = field(default_factory=list)
+    promotions: list = field(default_factory=list)
     ended: list[int] = field(default_factory=list)
 
     def flush(self) -> None:
@@ -286,6 +316,7 @@ class _Writes:
         # Indices come from the locked trace state, so they are new: COPY for all.
         write_new_steps(self.steps)
         add_to_summaries(self.summaries)
+        promote_finals(self.promotions)
         save_states(self.states)
         finish_runs(self.finishes)
 
@@ -300,6 +331,10 @@ def _ingest_trace(trace_id: str, ext: ExternalRun, new: list[Span], result: Otlp
     state = TraceState.from_dict(ext.state)
     was_finished = state.finished
     steps, state = _trace_steps(ext, new, state)
+    state.seen_at = time.time()
+    if state.promote:
+        writes.promotions.append((ext.run_id, state.promote))
+        state.promote = []
     writes.steps.append((ext.run_id, steps))
     writes.spans.extend((ext.pk, s.span_id, s.to_payload()) for s in new)
     writes.summaries.append((ext.run_id, RunSummary.of(steps)))
@@ -313,7 +348,9 @@ def _ingest_trace(trace_id: str, ext: ExternalRun, new: list[Span], result: Otlp
 def otlp_ingest(*, owner, project_id: int, spans: Sequence[Span], analyse: bool = True) -> OtlpResult:
     """Spans -> runs and steps, one transaction; resent spans are skipped.
 
-    ``analyse=False`` (a backfill) leaves finished runs for ``manage.py analyse --source otlp``.
+    The runs this request ended are analysed after the commit, in a Celery task
+    (tracing.tasks), so the exporter gets its answer as soon as the spans are
+    stored. ``analyse=False`` (a backfill) leaves them for ``manage.py analyse --source otlp``.
     """
     result = OtlpResult()
     by_trace = _by_trace(spans, result)
@@ -321,7 +358,8 @@ def otlp_ingest(*, owner, project_id: int, spans: Sequence[Span], analyse: bool 
     with transaction.atomic():
         fast_commit()
         known, fresh = _traces(owner, project_id, by_trace)
-        stored = stored_span_ids([known[tid].pk for tid in by_trace if tid not in fresh])
+        old = [tid for tid in by_trace if tid not in fresh]
+        stored = stored_span_ids([known[tid].pk for tid in old], [sid for tid in old for sid in by_trace[tid]])
         for trace_id, trace_spans in by_trace.items():
             ext = known[trace_id]
             new = [s for s in trace_spans.values() if (ext.pk, s.span_id) not in stored]
@@ -330,33 +368,116 @@ def otlp_ingest(*, owner, project_id: int, spans: Sequence[Span], analyse: bool 
                 _ingest_trace(trace_id, ext, new, result, writes)
         writes.flush()
     if analyse:
-        runs_ended(writes.ended)
+        runs_ended_later(writes.ended)
     return result
 
 
 def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_finished: bool,
-                ended: list[int]) -> tuple[int, str, str, datetime] | None:
-    """Late run fields (model, prompt) now; the finish, if this batch ended the trace, as a row for finish_runs."""
+                ended: list[int]) -> tuple | None:
+    """Late run fields (model, prompt, agent, system prompt) now; the finish, if
+    this batch ended the trace, as a row for finish_runs."""
     run = ext.run
     Run = type(run)
     fields: dict = {}
     if ext.span_count:  # a new run already has what describe() found
         info = describe(new)
         if run.model_name == UNKNOWN_MODEL and info.model:
-            fields["model_name"] = info.model[:120]
+            fields["model_name"] = clean_text(info.model)[:120]
         # The root agent span, which ends last, names the task better than a
         # model call's prompt taken from an earlier batch.
-        if info.prompt and (not run.prompt or (info.prompt_from_root and info.prompt != run.prompt)):
-            fields["prompt"] = info.prompt
+        prompt = clean_text(info.prompt)
+        if prompt and (not run.prompt or (info.prompt_from_root and prompt != run.prompt)):
+            fields["prompt"] = prompt
+        # agent.name may first appear in any batch (the agent span ends last):
+        # until then the run is named after the service or a span.
+        settings = dict(run.settings or {})
+        if info.agent_named and settings.get("agent") != info.agent:
+            settings["agent"] = info.agent
+            fields["settings"] = clean_value(settings)
+        if info.system and not (run.context or {}).get("system"):
+            fields["context"] = clean_value({**(run.context or {}), "system": info.system})
     if fields:
         Run.objects.filter(pk=run.pk).update(**fields)
     if state.finished and not was_finished:
         ended.append(run.pk)
         roots = [s for s in new if not s.parent_id]
         finished_at = _ns_to_datetime(max((s.end_ns for s in roots), default=0)) or timezone.now()
-        # The mapper says how the trace ended ("error" or not); its outcome is unknown.
-        status = Run.Status.ERROR if state.outcome == Run.Status.ERROR else Run.Status.FINISHED
-        return (run.pk, status, state.final_answer, finished_at)
+        return _finish_row(run.pk, state, finished_at, "")
     if state.finished and run.status not in Run.LIVE_STATUSES:
         ended.append(run.pk)  # a late span changed a finished run's steps
     return None
+
+
+def _finish_row(run_id: int, state: TraceState, finished_at: datetime, reason: str) -> tuple:
+    """A finish_runs row. How a trace ended is known ("error" or not); whether
+    its answer was right is not: ``success`` only says whether it gave one."""
+    Run = get_run_model()
+    if state.outcome == Run.Status.ERROR:
+        return (run_id, Run.Status.ERROR, state.final_answer, finished_at, None, reason)
+    return (run_id, Run.Status.FINISHED, state.final_answer, finished_at, state.final,
+            reason or ("" if state.final else "the trace ended without a final answer"))
+
+
+def runs_ended_later(run_ids: Sequence[int]) -> None:
+    """Analyse these ended runs after the commit: in a Celery task, or inline
+    (INGEST_ANALYSE_INLINE: tests and a deployment without workers)."""
+    run_ids = list(run_ids)
+    if not run_ids:
+        return
+    if django_settings.INGEST_ANALYSE_INLINE:
+        runs_ended(run_ids)
+        return
+    transaction.on_commit(lambda: _enqueue_analysis(run_ids))
+
+
+def _enqueue_analysis(run_ids: list[int]) -> None:
+    # The spans are stored and the exporter must get its 200: a broker that is
+    # down leaves the runs for `manage.py analyse --source otlp`, it does not
+    # fail the request. By name: tracing.tasks imports this module.
+    try:
+        current_app.send_task(ANALYSE_TASK, args=[run_ids])
+    except Exception:  # kombu raises several unrelated types for "broker unreachable"
+        logger.exception("could not enqueue the analysis of runs %s; run `manage.py analyse --source otlp`", run_ids)
+
+
+def traces_close_stale(*, older_than_s: float | None = None, analyse: bool = True) -> list[int]:
+    """End OTLP traces whose root span never came: no span for ``older_than_s``
+    (INGEST_TRACE_TIMEOUT_S). Their pending steps are derived, the run ends
+    with the reason stated. Returns the runs ended."""
+    timeout = django_settings.INGEST_TRACE_TIMEOUT_S if older_than_s is None else older_than_s
+    cutoff = time.time() - timeout
+    Run = get_run_model()
+    candidates = list(
+        ExternalRun.objects.filter(source=ExternalRun.Source.OTLP, run__status__in=list(Run.LIVE_STATUSES))
+        .values_list("pk", "state")
+    )
+    stale = [pk for pk, state in candidates if float((state or {}).get("seen_at") or 0) < cutoff]
+    ended: list[int] = []
+    for pk in stale:
+        with transaction.atomic():
+            ext = (ExternalRun.objects.select_for_update(of=("self",)).select_related("run")
+                   .filter(pk=pk, run__status__in=list(Run.LIVE_STATUSES)).first())
+            if ext is None:
+                continue
+            state = TraceState.from_dict(ext.state)
+            if float(state.seen_at or 0) >= cutoff:
+                continue  # a batch came meanwhile
+            if state.deferred:
+                reset_steps(ext.run_id)
+                state = TraceState(seen_at=state.seen_at)
+                steps = map_spans(_stored_spans(ext), state)
+            else:
+                steps = []
+            steps += end_trace(state)
+            write_new_steps([(ext.run_id, steps)])
+            add_to_summaries([(ext.run_id, RunSummary.of(steps))])
+            promote_finals([(ext.run_id, state.promote)])
+            state.promote = []
+            save_states([(ext.pk, state.to_dict(), 0)])
+            reason = (f"the trace's root span never arrived: ended after {timeout:g} s without a new span "
+                      "(INGEST_TRACE_TIMEOUT_S)")
+            finish_runs([_finish_row(ext.run_id, state, timezone.now(), reason)])
+            ended.append(ext.run_id)
+    if analyse:
+        runs_ended(ended)
+    return ended

@@ -13,7 +13,6 @@ transaction (tracing.recorder.add_to_summaries): the same rule
 from __future__ import annotations
 
 import hashlib
-import json
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -240,10 +239,14 @@ def fast_commit() -> None:
 # --- spans and trace state --------------------------------------------------------
 
 
-def stored_span_ids(trace_ids: Sequence[int]) -> set[tuple[int, str]]:
-    if not trace_ids:
+def stored_span_ids(trace_ids: Sequence[int], span_ids: Sequence[str]) -> set[tuple[int, str]]:
+    """Which of these spans the traces already hold. Asked for the request's own
+    span ids only: reading every stored id of a long trace on each batch would
+    make a trace sent span by span quadratic."""
+    if not trace_ids or not span_ids:
         return set()
-    return set(IngestedSpan.objects.filter(trace_id__in=trace_ids).values_list("trace_id", "span_id"))
+    return set(IngestedSpan.objects.filter(trace_id__in=trace_ids, span_id__in=list(set(span_ids)))
+               .values_list("trace_id", "span_id"))
 
 
 def copy_spans(rows: Sequence[tuple[int, str, dict]]) -> None:
@@ -262,7 +265,7 @@ def save_states(rows: Sequence[tuple[int, dict, int]]) -> None:
     if not rows:
         return
     values = ", ".join(["(%s::bigint, %s::jsonb, %s::int)"] * len(rows))
-    params = [v for ext_id, state, added in rows for v in (ext_id, json.dumps(state), added)]
+    params = [v for ext_id, state, added in rows for v in (ext_id, clean_json(state), added)]
     with connection.cursor() as cur:
         cur.execute(
             "UPDATE tracing_externalrun e SET state = v.state, span_count = e.span_count + v.added "
@@ -271,21 +274,33 @@ def save_states(rows: Sequence[tuple[int, dict, int]]) -> None:
         )
 
 
-def finish_runs(rows: Sequence[tuple[int, str, str, datetime]]) -> None:
-    """(run id, status, final answer, finished at) for runs still live, in one statement."""
+def finish_runs(rows: Sequence[tuple[int, str, str, datetime, bool | None, str]]) -> None:
+    """(run id, status, final answer, finished at, success, reason) for runs still live, in one statement."""
     if not rows:
         return
     run_model = get_run_model()
     table = connection.ops.quote_name(run_model._meta.db_table)
-    values = ", ".join(["(%s::bigint, %s::varchar, %s::text, %s::timestamptz)"] * len(rows))
+    values = ", ".join(["(%s::bigint, %s::varchar, %s::text, %s::timestamptz, %s::boolean, %s::text)"] * len(rows))
     with connection.cursor() as cur:
         cur.execute(
-            f"UPDATE {table} r SET status = v.status, final_answer = v.answer, finished_at = v.at "
-            f"FROM (VALUES {values}) AS v(id, status, answer, at) "
+            f"UPDATE {table} r SET status = v.status, final_answer = v.answer, finished_at = v.at, "
+            "success = v.success, reason = v.reason "
+            f"FROM (VALUES {values}) AS v(id, status, answer, at, success, reason) "
             "WHERE r.id = v.id AND r.status = ANY(%s)",
-            [*(v for row in rows for v in (row[0], row[1], clean_text(row[2]), row[3])),
+            [*(v for row in rows for v in (row[0], row[1], clean_text(row[2]), row[3], row[4], clean_text(row[5]))),
              [str(s) for s in run_model.LIVE_STATUSES]],
         )
+
+
+def promote_finals(rows: Sequence[tuple[int, Sequence[int]]]) -> None:
+    """(run id, step indices): thoughts stored by an earlier batch that turned out to be the final answer."""
+    rows = [(run_id, list(indices)) for run_id, indices in rows if indices]
+    if not rows:
+        return
+    with connection.cursor() as cur:
+        for run_id, indices in rows:
+            cur.execute("UPDATE tracing_step SET kind = 'final' WHERE run_id = %s AND index = ANY(%s)",
+                        [run_id, indices])
 
 
 def _lock_key(owner_id: int, project_id: int, source: str, external_id: str) -> int:
@@ -308,7 +323,8 @@ def locked_external_runs(*, owner, project_id: int, source: str,
     rows = (
         ExternalRun.objects.select_for_update(of=("self",))
         .select_related("run")
-        .only("id", "external_id", "state", "span_count", "run_id", "run__status", "run__model_name", "run__prompt")
+        .only("id", "external_id", "state", "span_count", "run_id", "run__status", "run__model_name", "run__prompt",
+              "run__settings", "run__context")
         .filter(owner=owner, project_id=project_id, source=source, external_id__in=list(external_ids))
     )
     return {row.external_id: row for row in rows}

@@ -1,0 +1,19 @@
+"""Celery tasks of the Django side of tracing: the work an ingestion request
+hands off so the exporter gets its answer when the spans are stored."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from tracing.ingest.services import runs_ended, traces_close_stale
+
+
+# Analysis is idempotent (it recomputes from the stored steps), so a redelivery is harmless.
+@shared_task(ignore_result=True, acks_late=True, soft_time_limit=600, time_limit=660)
+def analyse_ingested(run_ids: list[int]) -> None:
+    runs_ended([int(r) for r in run_ids])
+
+
+@shared_task(ignore_result=True, soft_time_limit=600, time_limit=660)
+def close_stale_traces() -> int:
+    return len(traces_close_stale())
