@@ -90,7 +90,7 @@ CASES = [
     Case("runs:stop", ("live_run",), method="post", need="stop", ok=302, label="no-js"),
     Case("runs:export", ("run",)),
     Case("runs:live_rows", query={"ids": lambda w: f"{w.api_run.pk},{w.run.pk}"}, headers=hx("live-runs"),
-         outsider=OWN),
+         outsider=286),
     Case("runs:waterfall", ("run",), headers=hx()),
     Case("runs:waterfall", ("run",), label="no-js"),
     Case("runs:spans", ("run",), headers=hx()),

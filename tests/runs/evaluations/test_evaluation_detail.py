@@ -63,8 +63,9 @@ def test_per_task_cells_say_which_strategies_solved_it(ended):
 
 def test_the_page_shows_the_figures_and_every_cell_links_to_its_runs(auth_client, ended, django_assert_num_queries):
     url = reverse("evaluations:detail", args=[ended.pk])
-    # session, user, the evaluation (with its policy), the report's one query over its runs
-    with django_assert_num_queries(4):
+    # session, user, the user's membership (the current project), the evaluation (with its policy), the
+    # report's one query over its runs
+    with django_assert_num_queries(5):
         response = auth_client.get(url)
     body = response.content.decode()
     assert response.status_code == 200
@@ -118,14 +119,12 @@ def test_anonymous_is_sent_to_log_in(client, ended):
         assert client.get(url).status_code == 302
 
 
-def test_another_user_sees_it_and_an_unknown_one_is_404(client, other_user, ended):
-    # A team tool: every signed-in user sees every evaluation, as every run.
-    client.force_login(other_user)
-    assert client.get(ended.get_absolute_url()).status_code == 200
-    auth_client = client
+def test_another_project_gets_a_404_and_an_unknown_one_is_404(client, auth_client, other_user, ended):
     assert auth_client.get(reverse("evaluations:detail", args=[ended.pk + 1000])).status_code == 404
-    listing = auth_client.get(reverse("evaluations:list")).content.decode()
-    assert ended.get_absolute_url() in listing
+    assert ended.get_absolute_url() in auth_client.get(reverse("evaluations:list")).content.decode()
+    client.force_login(other_user)  # bob: a project of his own, not alice's
+    assert client.get(ended.get_absolute_url()).status_code == 404
+    assert ended.get_absolute_url() not in client.get(reverse("evaluations:list")).content.decode()
 
 
 def test_untrusted_text_is_escaped(auth_client, make_evaluation):
@@ -171,7 +170,7 @@ def test_the_run_end_hook_measures_evaluation_runs(make_evaluation, end):
     assert entry.measured and entry.coverage is None
 
 
-def test_the_command_queues_an_evaluation(tasks, queued, capsys):
+def test_the_command_queues_an_evaluation(tasks, queued, capsys, project):
     call_command("evaluate", "--tasks", "task-1,task-2", "--model", "sim", "--strategies", "no_tools,one_retrieval",
                  "--reruns", "3")
     assert len(queued) == 2 * 2 * 3
@@ -185,7 +184,7 @@ def test_the_command_queues_an_evaluation(tasks, queued, capsys):
     (["--tasks", "task-1", "--max-steps", "0", "--strategies", "no_tools"], "max_steps must be at least 1"),
     (["--tasks", "task-1", "--reruns", "0", "--strategies", "no_tools"], "reruns must be at least 1"),
 ])
-def test_the_command_refuses_bad_input_and_writes_nothing(tasks, queued, args, message):
+def test_the_command_refuses_bad_input_and_writes_nothing(tasks, queued, args, message, project):
     with pytest.raises(CommandError, match=message):
         call_command("evaluate", *args)
     assert Run.objects.count() == 0 and not queued
@@ -193,8 +192,8 @@ def test_the_command_refuses_bad_input_and_writes_nothing(tasks, queued, args, m
 
 def test_the_list_counts_runs_and_tasks_in_one_query(auth_client, ended, make_evaluation, django_assert_num_queries):
     make_evaluation(strategies=["no_tools"], reruns=1)
-    # session, user, the evaluations with their counts
-    with django_assert_num_queries(3):
+    # session, user, the user's membership (the current project), the evaluations with their counts
+    with django_assert_num_queries(4):
         response = auth_client.get(reverse("evaluations:list"))
     rows = {e.pk: (e.run_count, e.task_count) for e in response.context["evaluations"]}
     assert rows[ended.pk] == (2 * 2 * 2, 2)

@@ -13,8 +13,8 @@ URL = reverse("evaluations:new")
 
 
 @pytest.fixture
-def policy(db):
-    return Policy.objects.create(name="default", config={})
+def policy(project):
+    return Policy.objects.create(name="default", config={}, project=project)
 
 
 def form(task_list, **overrides):

@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from runs.launch.models import RerunGroup, Run
 from tests.htmx import hx
+from tests.projects import project_of
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
 
@@ -51,8 +52,8 @@ def test_polling_stops_when_no_row_is_live(auth_client, make_run):
 @pytest.mark.parametrize("n", [1, 20])
 def test_live_rows_take_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries, n):
     ids = ",".join(str(make_run(steps=2, status=Run.Status.RUNNING).pk) for _ in range(n))
-    # 1 session, 2 user, 3 the runs with their task and policy
-    with django_assert_num_queries(3):
+    # 1 session, 2 user, 3 the user's membership (the current project), 4 the runs with their task and policy
+    with django_assert_num_queries(4):
         assert auth_client.get(LIVE, {"ids": ids}, headers=hx("live-runs")).status_code == 200
 
 
@@ -71,15 +72,14 @@ def test_anonymous_is_sent_to_login(client, make_run):
     assert client.get(LIVE, {"ids": str(run.pk)}).status_code == 302
 
 
-def test_another_user_sees_the_rows_too(client, other_user, make_run):
-    # A team tool: every signed-in user sees every run (RunQuerySet.for_user).
+def test_a_member_of_another_project_gets_none_of_its_rows(client, other_user, make_run):
     run = make_run(status=Run.Status.RUNNING)
-    client.force_login(other_user)
-    assert f'id="run-{run.pk}"' in client.get(LIVE, {"ids": str(run.pk)}).content.decode()
+    client.force_login(other_user)  # bob: not in alice's project
+    assert f'id="run-{run.pk}"' not in client.get(LIVE, {"ids": str(run.pk)}).content.decode()
 
 
 def test_the_reruns_comparison_polls_until_they_finish(auth_client, make_run, user):
-    group = RerunGroup.objects.create(name="g", owner=user)
+    group = RerunGroup.objects.create(name="g", owner=user, project=project_of(user))
     runs = [make_run(status=Run.Status.RUNNING, group=group) for _ in range(3)]
     url = reverse("compare:group", args=[group.pk])
     assert 'hx-trigger="every 2s"' in auth_client.get(url).content.decode()

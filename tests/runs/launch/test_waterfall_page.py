@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from runs.launch.models import Run
 from tests.htmx import hx
+from tests.projects import project_of
 from tracing.ingest.otlp import Span
 from tracing.ingest.services import otlp_ingest
 from tracing.models import Step
@@ -44,7 +45,7 @@ def _trace():
 
 @pytest.fixture
 def otlp_run(user):
-    otlp_ingest(owner=user, spans=_trace(), analyse=False)
+    otlp_ingest(owner=user, project_id=project_of(user).pk, spans=_trace(), analyse=False)
     return Run.objects.get(source="otlp")
 
 
@@ -113,10 +114,11 @@ def test_the_span_tree_nests_spans_links_steps_and_escapes_names(auth_client, ot
 
 
 def test_the_panels_take_a_constant_number_of_queries(auth_client, otlp_run, django_assert_num_queries):
-    # 1 session, 2 user, 3 run, 4 spans (only the keys drawn), 5 the step of each span
-    with django_assert_num_queries(5):
+    # 1 session, 2 user, 3 membership (the current project), 4 run, 5 spans (only the keys drawn), 6 the step
+    # of each span
+    with django_assert_num_queries(6):
         auth_client.get(reverse("runs:spans", args=[otlp_run.pk]), headers=hx())
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         auth_client.get(reverse("runs:waterfall", args=[otlp_run.pk]), headers=hx())
 
 
@@ -132,9 +134,9 @@ def test_anonymous_is_sent_to_login_and_unknown_runs_are_404(auth_client, otlp_r
         assert auth_client.get(reverse(name, args=[999999])).status_code == 404
 
 
-def test_another_user_may_look_too(client, other_user, otlp_run):
-    client.force_login(other_user)  # a team tool: every signed-in user sees every run
-    assert client.get(reverse("runs:spans", args=[otlp_run.pk]), headers=hx()).status_code == 200
+def test_another_project_gets_a_404(client, other_user, otlp_run):
+    client.force_login(other_user)  # bob: not in the run's project
+    assert client.get(reverse("runs:spans", args=[otlp_run.pk]), headers=hx()).status_code == 404
 
 
 def test_the_run_page_opens_with_a_named_step_loaded(auth_client, make_run):
