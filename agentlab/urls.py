@@ -13,6 +13,7 @@ urlpatterns = [
     path("dashboard/", include("runs.dashboard.urls")),
     path("whatif/", include("runs.whatif.urls")),
     path("policies/", include("runs.policies.urls")),
+    path("prices/", include("runs.pricing.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -4,7 +4,8 @@ migrations stay where they were. Code imports a model from its package."""
 
 from runs.launch.models import Document, RerunGroup, Run, Task
 from runs.policies.models import Policy
+from runs.pricing.models import ModelPrice
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 
-__all__ = ["Document", "Policy", "RerunGroup", "ReviewItem", "ReviewLabel", "Run", "Task", "WhatIfJob"]
+__all__ = ["Document", "ModelPrice", "Policy", "RerunGroup", "ReviewItem", "ReviewLabel", "Run", "Task", "WhatIfJob"]

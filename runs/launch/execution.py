@@ -19,6 +19,7 @@ from runs.launch.llm import EndpointNotConfigured, client_for, config_for
 from runs.launch.models import Run, Task
 from runs.launch.selectors import run_history
 from runs.launch.toolbox import build_tools
+from tracing.call_store import CallRecorder
 from tracing.governance import govern_observation
 from tracing.models import Step
 from tracing.recorder import Recorder
@@ -102,6 +103,7 @@ def run_execute(*, run_id: int, task_id: str = "", redelivered: bool = False, cl
             watchdog=watchdog_for(run, history),
             history=history,
             prepare_observation=_governed(int(run.settings.get("context_chars", 2000))),
+            call_sink=CallRecorder(run_id),
         )
     except EndpointNotConfigured as exc:
         outcome = _error_outcome(run_id, f"model endpoint not configured: {exc}")

@@ -155,6 +155,8 @@ class Run(models.Model):
     mode = models.CharField(max_length=5, choices=Mode.choices, default=Mode.TOOLS)
     max_steps = models.PositiveIntegerField(default=30, null=True, blank=True)
     max_tokens = models.PositiveIntegerField(default=20000, null=True, blank=True)
+    # Cost budget in US dollars at the price table's prices; None: none.
+    max_cost = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     seed = models.BigIntegerField(null=True, blank=True)
     # Simulated-model knobs and other per-run settings (fault injection...).
     settings = models.JSONField(default=dict, blank=True)
@@ -239,6 +241,7 @@ class Run(models.Model):
             models.CheckConstraint(condition=Q(parent__isnull=True) | Q(fork_from__isnull=False), name="run_fork_has_step"),
             models.CheckConstraint(condition=Q(max_steps__gte=1) & Q(max_steps__lte=1000), name="run_max_steps_range"),
             models.CheckConstraint(condition=Q(temperature__gte=0) & Q(temperature__lte=2), name="run_temperature_range"),
+            models.CheckConstraint(condition=Q(max_cost__gt=0), name="run_max_cost_positive"),
         ]
 
     def __str__(self) -> str:

@@ -5,6 +5,8 @@ What the worker does with a run is in runs.launch.execution.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import contextlib
 import uuid
 from collections.abc import Callable, Sequence
@@ -45,6 +47,7 @@ class RunSpec:
     base_url: str = ""
     settings: dict | None = None
     policy: Policy | None = None
+    max_cost: Decimal | None = None
 
 
 class ForkError(ValueError):
@@ -97,6 +100,7 @@ def _new_run(*, owner, spec: RunSpec, group: RerunGroup | None = None, offset: i
         temperature=spec.temperature,
         max_steps=spec.max_steps,
         max_tokens=spec.max_tokens,
+        max_cost=spec.max_cost,
         seed=seed,
         settings=spec.settings or {},
         policy=spec.policy,

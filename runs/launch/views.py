@@ -188,6 +188,7 @@ def _spec(form: NewRunForm) -> services.RunSpec:
         temperature=data["temperature"],
         max_steps=data["max_steps"],
         max_tokens=data["max_tokens"],
+        max_cost=data["max_cost"],
         seed=data["seed"],
         settings={**({"sim": form.sim_settings()} if provider == "sim" else {}), "faults": form.faults()},
         policy=data["policy"],
