@@ -9,8 +9,11 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.fields.json import KeyTextTransform
 from django.urls import reverse
+from django.utils.functional import cached_property
 
+from runs.agent.loop import Price
 from runs.policies.models import Policy
+from runs.pricing.prices import price_of
 from tracing.normalize import search_tokens
 from tracing.steps import Trajectory
 
@@ -261,6 +264,15 @@ class Run(models.Model):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @cached_property
+    def price(self) -> Price:
+        """Its model's price now (a list sets it from one read of the table)."""
+        return price_of(self.provider, self.model_name)
+
+    @property
+    def cost(self) -> float:
+        return self.price.cost(self.prompt_tokens, self.completion_tokens)
 
     @property
     def goal(self) -> str:

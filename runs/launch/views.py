@@ -23,7 +23,8 @@ from runs.launch.selectors import runs_filtered, steps_after, trajectory
 from runs.paging import keyset_page
 from runs.policies.models import Policy
 from runs.queue import QueueUnavailable
-from tracing.models import Step
+from runs.pricing.prices import PriceTable
+from tracing.models import ModelCall, Step
 
 RUNS_PER_PAGE = 50
 # Steps per request on the run page: enough to fill a screen several times,
@@ -85,6 +86,9 @@ def run_list(request: HttpRequest) -> HttpResponse:
     else:
         qs = qs.none()
     runs, next_query = keyset_page(qs, RUNS_PER_PAGE, request, lambda run: _cursor(run, field))
+    prices = PriceTable.load()  # one read for the page, not one per row
+    for run in runs:
+        run.price = prices.price_for(run.provider, run.model_name)
     context = {
         "form": form,
         "runs": runs,
@@ -140,10 +144,21 @@ def _pressure(run: Run) -> dict | None:
             "marks": marks, "turns": len(run.context_tokens)}
 
 
+def _call_steps(run: Run, steps: list[Step]) -> set[int]:
+    """The loaded steps that have a model call behind them (the toggle is shown on those)."""
+    own = [s.index for s in steps if s.run_id == run.pk]
+    if not own:
+        return set()
+    return set(ModelCall.objects.filter(run=run, step_index__gte=own[0], step_index__lte=own[-1])
+               .values_list("step_index", flat=True))
+
+
 def _timeline_context(run: Run, steps: list[Step]) -> dict:
     last = steps[-1].index if steps else None
     full_page = len(steps) >= STEPS_PER_PAGE
     return {
+        "call_steps": _call_steps(run, steps),
+        "price": run.price,
         "run": run,
         "steps": steps,
         "cursor": last if last is not None else -1,

@@ -56,6 +56,13 @@ class PriceTable:
         return self.price_for(run.provider, run.model_name).cost(run.prompt_tokens, run.completion_tokens)
 
 
+def price_of(provider: str, model_name: str, table: PriceTable | None = None) -> Price:
+    """The price of a model, reading the table only when it can matter."""
+    if provider in FREE_PROVIDERS:
+        return ZERO
+    return (table or PriceTable.load()).price_for(provider, model_name)
+
+
 def money(value: float | None) -> str:
     """A cost as people read it: small sums keep their significant digits."""
     if value is None:

@@ -5,6 +5,7 @@ import json
 from django import template
 
 from runs.launch.labels import anchor_label
+from runs.pricing.prices import money
 
 register = template.Library()
 
@@ -55,3 +56,20 @@ def duration(seconds) -> str:
 def anchor_label_filter(pattern) -> str:
     """An anchoring pattern or finding in plain words ("phantom_call" -> "claimed a call it never made")."""
     return anchor_label(str(pattern or ""))
+
+
+@register.filter(name="money")
+def money_filter(value) -> str:
+    """A cost in dollars ('—' when unknown): runs.pricing.prices.money."""
+    try:
+        return money(None if value is None or value == "" else float(value))
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
+def step_cost(step, price) -> str:
+    """What a turn's tokens cost at `price` (the run's model's)."""
+    if price is None or not (step.prompt_tokens or step.completion_tokens):
+        return ""
+    return money(price.cost(step.prompt_tokens, step.completion_tokens))
