@@ -229,8 +229,9 @@ def test_every_pattern_has_plain_words(pattern):
 
 def test_a_dialogue_page_runs_the_same_queries(auth_client, make_run, django_assert_num_queries):
     run = _dialogue_run(make_run)
-    # 1 session, 2 user, 3 run with task, 4 first page of steps (context and findings are run columns)
-    with django_assert_num_queries(4):
+    # 1 session, 2 user, 3 run with task, 4 first page of steps (context and findings are run columns),
+    # 5 which steps have a model call, 6 the price table (an imported run's model may have a price)
+    with django_assert_num_queries(6):
         auth_client.get(reverse("runs:detail", args=[run.pk]))
 
 
