@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
+
 from runs.launch.llm import EndpointNotConfigured, endpoint_for
 from runs.launch.models import Run
 from runs.pricing.prices import PriceTable

@@ -5,12 +5,11 @@ What the worker does with a run is in runs.launch.execution.
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import contextlib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import partial
 
 from django.db import transaction

@@ -22,8 +22,8 @@ from runs.launch.models import Run, Task
 from runs.launch.selectors import runs_filtered, steps_after, trajectory
 from runs.paging import keyset_page
 from runs.policies.models import Policy
-from runs.queue import QueueUnavailable
 from runs.pricing.prices import PriceTable
+from runs.queue import QueueUnavailable
 from tracing.models import ModelCall, Step
 
 RUNS_PER_PAGE = 50
