@@ -95,12 +95,12 @@ class CallRecorder:
         tools = params.pop("tools", None)
         with transaction.atomic():
             suffix_ids = store_messages(call.messages[prefix:])
-            tools_id = store_messages([tools])[0] if tools else None
+            tools_id, params_id = store_messages([tools, params]) if tools else (None, store_messages([params])[0])
             row, _ = ModelCall.objects.get_or_create(
                 run_id=self.run_id, step_index=call.step_index,
                 defaults={
                     "api": call.api, "previous_id": previous_id, "prefix_len": prefix, "suffix_ids": suffix_ids,
-                    "tools_id": tools_id, "params": json.loads(clean_json(params) or "{}"),
+                    "tools_id": tools_id, "params_ref_id": params_id,
                     "response": json.loads(clean_json(call.response) or "null"), "error": clean_text(call.error),
                     "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
                     "latency_ms": call.latency_ms,

@@ -208,8 +208,11 @@ class ModelCall(models.Model):
     previous = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     prefix_len = models.PositiveIntegerField(default=0)
     suffix_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    # The tool schemas offered and the parameters (model, temperature, max
+    # tokens, stop, seed, extra body) are the same turn after turn and run
+    # after run: stored once, like messages.
     tools = models.ForeignKey(CallMessage, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
-    params = models.JSONField(default=dict, blank=True)
+    params_ref = models.ForeignKey(CallMessage, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     response = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
@@ -224,3 +227,8 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} call at step {self.step_index}"
+
+    @property
+    def params(self) -> dict:
+        body = self.params_ref.body if self.params_ref_id else None
+        return body if isinstance(body, dict) else {}

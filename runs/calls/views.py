@@ -19,7 +19,7 @@ from tracing.models import ModelCall
 
 def _call_for(request: HttpRequest, run_id: int, step_index: int) -> tuple[Run, ModelCall]:
     run = access.run_for(request, run_id)
-    call = ModelCall.objects.select_related("tools").filter(run=run, step_index=step_index).first()
+    call = ModelCall.objects.select_related("tools", "params_ref").filter(run=run, step_index=step_index).first()
     if call is None:
         raise Http404("No model call was recorded for this step.")
     return run, call
@@ -34,14 +34,26 @@ def _render(request: HttpRequest, partial: str, context: dict, status: int = 200
     return render(request, template, context, status=status)
 
 
+# A long conversation opens with its first messages (system prompt, question)
+# and its latest; the ones between come on request ("earlier=1"): a 100-turn
+# run's last call has 200 messages, which would make opening it slow and long.
+HEAD_MESSAGES = 2
+TAIL_MESSAGES = 20
+
+
 @login_required
 @require_GET
 def call_detail(request: HttpRequest, run_id: int, step_index: int) -> HttpResponse:
     run, call = _call_for(request, run_id, step_index)
+    messages = messages_view(call.api, call_messages(call))
+    middle = messages[HEAD_MESSAGES:-TAIL_MESSAGES] if len(messages) > HEAD_MESSAGES + TAIL_MESSAGES else []
+    if request.GET.get("earlier") == "1":
+        return render(request, "calls/_messages.html", {"run": run, "call": call, "messages": middle})
     price = price_of(run.provider, call.params.get("model") or run.model_name)
     context = {
         "run": run, "call": call,
-        "messages": messages_view(call.api, call_messages(call)),
+        "head": messages[:HEAD_MESSAGES] if middle else messages, "earlier": len(middle),
+        "tail": messages[-TAIL_MESSAGES:] if middle else [], "message_count": len(messages),
         "tools": call.tools.body if call.tools_id else None,
         "tool_names": tool_names(call.tools.body) if call.tools_id else [],
         "reply": reply_view(call.response),

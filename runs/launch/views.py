@@ -158,6 +158,8 @@ def _timeline_context(run: Run, steps: list[Step]) -> dict:
     full_page = len(steps) >= STEPS_PER_PAGE
     return {
         "call_steps": _call_steps(run, steps),
+        # The call of step N is at call_url + "N/" (runs:call).
+        "call_url": reverse("runs:call", args=[run.pk, 0])[:-2],
         "price": run.price,
         "run": run,
         "steps": steps,

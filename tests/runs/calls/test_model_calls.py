@@ -228,3 +228,17 @@ def test_bad_replay_input_is_a_form_error(auth_client, make_run, data, error):
     response = auth_client.post(reverse("runs:call_replay", args=[run.pk, 0]), data, headers={"HX-Request": "true"})
     assert response.status_code == 400
     assert error in response.content.decode().replace(",", "")
+
+
+def test_a_long_conversation_opens_with_its_ends_and_loads_the_middle_on_request(auth_client, make_run):
+    run = make_run()
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "question"}]
+    messages += [{"role": "tool", "tool_call_id": f"c{i}", "content": f"observation number {i}"} for i in range(60)]
+    _stored_call(run, messages)
+    url = reverse("runs:call", args=[run.pk, 0])
+    body = auth_client.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert "Sent: 62 messages" in body and "question" in body and "observation number 59" in body
+    assert "observation number 10<" not in body and "show the 40 messages in between" in body
+    middle = auth_client.get(url, {"earlier": "1"}, headers={"HX-Request": "true"}).content.decode()
+    assert "observation number 10<" in middle and "observation number 39<" in middle
+    assert "observation number 40<" not in middle and "question" not in middle
