@@ -160,7 +160,7 @@ def fork_create(*, parent: Run, fork_from: int, owner=None, policy: Policy | Non
             task=parent.task, prompt=parent.prompt, owner=owner, parent=parent, fork_from=fork_from,
             provider=parent.provider, model_name=parent.model_name, base_url=parent.base_url, mode=parent.mode,
             temperature=parent.temperature, max_steps=min(1000, history_turns + turns),
-            max_tokens=parent.max_tokens + 50_000, seed=parent.seed,
+            max_tokens=parent.max_tokens + 50_000, max_cost=parent.max_cost, seed=parent.seed,
             settings={**parent.settings, "fork": {"turns": turns, "edited": edited is not None}},
             policy=policy, celery_id=str(uuid.uuid4()),
         )
