@@ -141,7 +141,7 @@ def main() -> None:
     from runs.launch.models import Run
     from tracing.models import ModelCall
 
-    runs0, calls0 = sizes(RUN_TABLES), sizes(CALL_TABLES)
+    runs0, calls0, messages0 = sizes(RUN_TABLES), sizes(CALL_TABLES), sizes(("tracing_callmessage",))
     t0 = time.perf_counter()
     ids = thirty_step_runs()
     steps = sorted(Run.objects.filter(pk__in=ids).values_list("step_count", flat=True))
@@ -149,10 +149,13 @@ def main() -> None:
           f"{statistics.median(steps)}, min {steps[0]}, max {steps[-1]}; "
           f"{ModelCall.objects.filter(run_id__in=ids).count()} model calls")
     runs_bytes, calls_bytes = sizes(RUN_TABLES) - runs0, sizes(CALL_TABLES) - calls0
+    message_bytes = sizes(("tracing_callmessage",)) - messages0
     naive = naive_size(ids)
     print(f"runs + steps (before):              {runs_bytes / N_RUNS / 1024:8.1f} KB per run")
     print(f"model calls, shared prefixes:       {calls_bytes / N_RUNS / 1024:8.1f} KB per run "
           f"= +{calls_bytes / runs_bytes:.0%} (target <= 20%)")
+    print(f"  of which the messages sent:       {message_bytes / N_RUNS / 1024:8.1f} KB per run "
+          f"= +{message_bytes / runs_bytes:.0%} (the rest: one row per call with its raw response)")
     print(f"model calls, naive (one copy each): {naive / N_RUNS / 1024:8.1f} KB per run = +{naive / runs_bytes:.0%}")
     for table in (*RUN_TABLES, *CALL_TABLES):
         print(f"  {table:28} {sizes((table,)) / 1024:8.0f} KB in all")

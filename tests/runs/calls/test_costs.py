@@ -160,3 +160,14 @@ def test_the_loop_ends_a_run_that_spends_its_cost_budget():
 def test_a_free_model_never_hits_a_cost_budget():
     outcome, _ = _loop(0.0001, Price())
     assert outcome.stopped_by != "cost_budget"
+
+
+def test_runagent_takes_a_cost_budget(monkeypatch, task):
+    from django.core.management import CommandError, call_command
+
+    sent = []
+    monkeypatch.setattr("runs.launch.services.run_enqueue", lambda run, undo=None: sent.append(run))
+    call_command("runagent", "--task", task.slug, "--model", "gpt-4o", "--max-cost", "0.25", "--policy", "off")
+    assert Run.objects.get().max_cost == Decimal("0.25") and sent
+    with pytest.raises(CommandError, match="--max-cost"):
+        call_command("runagent", "--task", task.slug, "--max-cost", "-1", "--policy", "off")
