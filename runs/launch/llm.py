@@ -7,7 +7,7 @@ from django.conf import settings
 
 from runs.agent.loop import AgentConfig, Budget
 from runs.launch.models import Run
-from runs.pricing.prices import PriceTable
+from runs.pricing.prices import price_of
 
 
 class EndpointNotConfigured(Exception):
@@ -57,5 +57,5 @@ def config_for(run: Run) -> AgentConfig:
         # from its refusal of a prompt too long (runs.agent.loop).
         context_tokens=settings.LOCAL_MODEL_CONTEXT_TOKENS if run.provider == Run.Provider.LOCAL else None,
         # Fixed at the start: the budget a run was given does not move when a price is edited mid-run.
-        price=PriceTable.load().price_for(run.provider, model),
+        price=price_of(run.provider, model),
     )

@@ -7,6 +7,7 @@ wrong price expects, and runs imported without any cost get one too.
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 from runs.agent.loop import Price
@@ -70,5 +71,6 @@ def money(value: float | None) -> str:
     if value == 0:
         return "$0"
     if value < 0.01:
-        return f"${value:.4f}".rstrip("0")
+        # Two significant digits: a turn of a cheap model costs millionths.
+        return f"${value:.{max(4, 1 - math.floor(math.log10(value)))}f}".rstrip("0")
     return f"${value:,.2f}"

@@ -37,7 +37,8 @@ def test_default_prices_match_by_prefix(provider, model, expected):
 
 def test_money_reads_like_money():
     assert money(0) == "$0" and money(None) == "—"
-    assert money(0.000165) == "$0.0002" and money(12.3456) == "$12.35" and money(1234.5) == "$1,234.50"
+    assert money(0.000175) == "$0.00018" and money(0.000045) == "$0.000045" and money(0.0091) == "$0.0091"
+    assert money(0.0012) == "$0.0012" and money(12.3456) == "$12.35" and money(1234.5) == "$1,234.50"
 
 
 def test_run_cost_on_the_page_and_in_the_list(auth_client, make_run):
@@ -49,6 +50,18 @@ def test_run_cost_on_the_page_and_in_the_list(auth_client, make_run):
     listing = auth_client.get(reverse("runs:list")).content.decode()
     assert "$3.50" in listing and "<td class=\"num\">$0</td>" in listing
     assert Run.objects.get(pk=sim.pk).cost == 0
+
+
+def test_each_model_turn_shows_its_cost_beside_its_call(auth_client, make_run):
+    from tracing.call_store import CallRecorder
+    from tracing.model_calls import ModelCallRecord
+
+    run = make_run(steps=3, provider="openai", model_name="gpt-4o")  # every step: 10 prompt + 2 completion tokens
+    CallRecorder(run.pk)(ModelCallRecord(step_index=0, api="chat", messages=[{"role": "user", "content": "q"}]))
+    page = auth_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    # 10 × 2.50 + 2 × 10 dollars per million tokens
+    assert "model call · $0.000045" in page
+    assert page.count('class="model-call"') == 1  # only the step with a recorded call
 
 
 def test_the_dashboard_prices_each_model_apart(auth_client, make_run, task):

@@ -155,7 +155,7 @@ def test_big_messages_are_folded_media_are_placeholders_and_text_is_inert(auth_c
     assert "[image: image/png, 29 KB inline — not shown]" in body and "[audio: wav" in body
     assert "AAAA" not in body and "<script>alert" not in body and "<img src=x" not in body
     assert "&lt;script&gt;" in body and "&lt;img src=x onerror=alert(1)&gt;" in body
-    assert "$0.0002" in body  # 1,000 prompt + 100 completion tokens of gpt-4o-mini
+    assert "$0.00021" in body  # 1,000 prompt + 100 completion tokens of gpt-4o-mini
     whole = auth_client.get(reverse("runs:call_json", args=[run.pk, 0])).json()
     assert whole["messages"][2]["content"].endswith("THE-END")
 
