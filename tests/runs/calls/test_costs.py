@@ -37,7 +37,7 @@ def test_default_prices_match_by_prefix(provider, model, expected):
 
 def test_money_reads_like_money():
     assert money(0) == "$0" and money(None) == "—"
-    assert money(0.000175) == "$0.00018" and money(0.000045) == "$0.000045" and money(0.0091) == "$0.0091"
+    assert money(0.000166) == "$0.00017" and money(0.000045) == "$0.000045" and money(0.0091) == "$0.0091"
     assert money(0.0012) == "$0.0012" and money(12.3456) == "$12.35" and money(1234.5) == "$1,234.50"
 
 
