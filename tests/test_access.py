@@ -25,7 +25,9 @@ from runs.policies.models import Policy
 from runs.reviews.services import review_items_sync
 from runs.whatif.models import WhatIfJob
 from tests.htmx import hx
+from tracing.call_store import CallRecorder
 from tracing.ingest.writes import token_create
+from tracing.model_calls import ModelCallRecord
 from tracing.models import ApiToken
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
@@ -71,6 +73,13 @@ CASES = [
     Case("runs:stop", ("run",), method="post", headers=hx("run-header")),
     Case("runs:stop", ("run",), method="post", owner=302, label="no-js"),
     Case("runs:export", ("run",)),
+    Case("runs:call", ("run", "zero")),
+    Case("runs:call", ("run", "zero"), headers=hx(), label="panel"),
+    Case("runs:call_json", ("run", "zero")),
+    Case("runs:call_replay", ("run", "zero"), headers=hx()),
+    # A form error: the access check comes first, and no model is called.
+    Case("runs:call_replay", ("run", "zero"), method="post", data={"provider": "openai", "content_0": "x"},
+         headers=hx(), owner=400, label="bad"),
     Case("local_model_status", headers=hx("local-model-status")),
     # compare
     Case("compare:page", query={"runs": lambda w: f"{w.run.pk},{w.other_run.pk}"}),
@@ -104,6 +113,10 @@ CASES = [
     Case("policy_list", run_scoped=False),
     Case("policy_new", run_scoped=False),
     Case("policy_edit", ("policy_name",), run_scoped=False),
+    Case("prices", run_scoped=False),
+    Case("prices", method="post", data={"form-TOTAL_FORMS": "1", "form-INITIAL_FORMS": "0", "form-0-prefix": "m",
+                                        "form-0-prompt_per_m": "-1", "form-0-completion_per_m": "1"},
+         owner=400, run_scoped=False, label="bad"),
     # accounts
     Case("login", kind="public", run_scoped=False),
     Case("logout", method="post", kind="public", owner=302, run_scoped=False),
@@ -149,6 +162,8 @@ class World:
         self.group = RerunGroup.objects.create(name="g", owner=owner)
         Run.objects.filter(pk__in=[self.run.pk, self.other_run.pk]).update(group=self.group)
         self.observation, self.interruption, self.zero = 2, 6, 0
+        CallRecorder(self.run.pk)(ModelCallRecord(step_index=0, api="chat",
+                                                  messages=[{"role": "user", "content": "q"}], params={"model": "sim"}))
         policy = Policy.objects.create(name="default", config={}, created_by=owner)
         self.policy_name = policy.name
         self.job = WhatIfJob.objects.create(key="k", created_by=owner, policies=[{}], snapshot_at=self.run.created_at,
