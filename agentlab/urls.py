@@ -10,6 +10,7 @@ urlpatterns = [
     path("runs/", include("runs.urls")),
     path("compare/", include("runs.compare.urls")),
     path("reviews/", include("runs.reviews.urls")),
+    path("failures/", include("runs.failures.urls")),
     path("dashboard/", include("runs.dashboard.urls")),
     path("whatif/", include("runs.whatif.urls")),
     path("policies/", include("runs.policies.urls")),

@@ -2,10 +2,12 @@
 the feature packages' models under the one `runs` label, so tables and
 migrations stay where they were. Code imports a model from its package."""
 
+from runs.failures.models import LayerLabel
 from runs.launch.models import Document, RerunGroup, Run, Task
 from runs.policies.models import Policy
 from runs.pricing.models import ModelPrice
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 
-__all__ = ["Document", "ModelPrice", "Policy", "RerunGroup", "ReviewItem", "ReviewLabel", "Run", "Task", "WhatIfJob"]
+__all__ = ["Document", "LayerLabel", "ModelPrice", "Policy", "RerunGroup", "ReviewItem", "ReviewLabel", "Run", "Task",
+           "WhatIfJob"]

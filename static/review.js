@@ -1,4 +1,5 @@
-// Review queue: j/k move through the list, 1/2/3 label the open item, and
+// Review queues (interruptions, failures): j/k move through the list, the
+// digit (or c, "confirm") on a label button presses it, and
 // errors from the htmx endpoints (403, 400) are shown instead of silently
 // dropped. The false-kill chart is drawn by static/charts.js.
 (function () {
@@ -57,7 +58,7 @@
     }
     if (event.key === "j") { event.preventDefault(); move(+1); }
     else if (event.key === "k") { event.preventDefault(); move(-1); }
-    else if (["1", "2", "3"].includes(event.key)) {
+    else if (/^[1-9c]$/.test(event.key)) {
       const button = document.querySelector(`#label-panel button[data-label-key="${event.key}"]`);
       if (button) { event.preventDefault(); advanceAfterLabel = !!selectedRow(); button.click(); }
     }

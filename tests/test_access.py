@@ -104,6 +104,13 @@ CASES = [
          headers=hx("label-panel")),
     Case("reviews:fork", ("run", "interruption"), method="post", data={"turns": 2}, headers=hx("fork-panel")),
     Case("reviews:fork_steps", ("run", "interruption"), query={"after": -1}, headers=hx("fork-poller"), owner=286),
+    # failures by layer
+    Case("failures:queue"),
+    Case("failures:queue", query={"before": lambda w: w.failed_run.pk + 1}, headers=hx("more-failures"),
+         label="more-rows"),
+    Case("failures:item", ("failed_run",)),
+    Case("failures:item", ("failed_run",), headers=hx("review-pane"), label="pane"),
+    Case("failures:label", ("failed_run",), method="post", data={"layer": "plan"}, headers=hx("label-panel")),
     # dashboard, what-if, policies
     Case("dashboard"),
     Case("whatif_new"),
@@ -159,6 +166,7 @@ class World:
                                             meta={"detector": "repetition", "tier": "hint", "evidence": {}}))
         review_items_sync(self.run.pk)
         self.other_run = make_run(steps=3, owner=owner)
+        self.failed_run = make_run(steps=3, owner=owner, success=False)
         self.group = RerunGroup.objects.create(name="g", owner=owner)
         Run.objects.filter(pk__in=[self.run.pk, self.other_run.pk]).update(group=self.group)
         self.observation, self.interruption, self.zero = 2, 6, 0

@@ -16,6 +16,7 @@ from runs import charts as charts_
 from runs.csv_cells import safe_row
 from runs.dashboard import selectors as dashboard
 from runs.dashboard.forms import DashboardForm
+from runs.failures.selectors import breakdown as layer_breakdown
 from runs.launch import access
 from runs.launch.models import Task
 from runs.launch.selectors import RunFilters, runs_filtered
@@ -207,5 +208,6 @@ def dashboard_page(request: HttpRequest) -> HttpResponse:
                                 content_type="text/plain; charset=utf-8")
         return _csv(export, data)
     context = {"form": form, "filters": f, "run_list_url": _runs_url(f), "tasks": Task.objects.only("slug"),
-               "charts": _charts(f, data), "query": request.GET.urlencode(), "K": dashboard.DASHBOARD_K, **data}
+               "charts": _charts(f, data), "query": request.GET.urlencode(), "K": dashboard.DASHBOARD_K,
+               "breakdown": layer_breakdown(qs), **data}
     return render(request, "dashboard/page.html", context)

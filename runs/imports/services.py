@@ -16,7 +16,7 @@ from typing import Any
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
-from runs.launch.analysis import report_columns
+from runs.launch.analysis import attribution_column, report_columns
 from runs.launch.models import Run
 from runs.reviews.services import review_items_sync
 from tracing.analysis import analyse
@@ -94,6 +94,7 @@ def source_of(traj: Trajectory, source: str) -> str:
 
 def _new_run(traj: Trajectory, *, owner, source: str, run_key: str, report) -> Run:
     meta = traj.meta or {}
+    status, success = status_of(traj), outcome_of(traj)
     return Run(
         prompt=clean_text(traj.task),
         owner=owner,
@@ -107,8 +108,10 @@ def _new_run(traj: Trajectory, *, owner, source: str, run_key: str, report) -> R
         temperature=_temperature(meta),
         max_steps=None,
         max_tokens=None,
-        status=status_of(traj),
-        success=outcome_of(traj),
+        status=status,
+        success=success,
+        attribution=attribution_column(traj.steps, goal=traj.goal, status=status, success=success, report=report,
+                                       context=traj.context),
         final_answer=clean_text(_final_answer(traj))[:10_000],
         settings=clean_value({"external_run_id": traj.run_id, "source": traj.source, "reward": traj.reward,
                               "meta": meta}),

@@ -18,6 +18,7 @@ from runs.launch.models import Run
 from runs.launch.selectors import run_history
 from tracing.analysis import analyse
 from tracing.anchoring import AnchorReport
+from tracing.attribution import attribute
 from tracing.models import Step
 from tracing.recorder import clean_json, clean_value
 from tracing.steps import Step as StepRecord
@@ -36,6 +37,19 @@ def report_columns(report: AnchorReport) -> dict[str, Any]:
         "anchor_evidence": clean_value(report.evidence or {}),
         "anchor_findings": clean_value(report.to_dict()["anchor_findings"]),
     }
+
+
+def attribution_column(records: Sequence[StepRecord], *, goal: str, status: str, success: bool | None,
+                       report: AnchorReport, context: dict | None) -> dict[str, Any]:
+    """The run's first-guess failure layer as stored ({} unless the agent failed).
+
+    Only a finished run with a wrong answer is the agent's failure: a person's
+    Stop and an error (the model or a worker down) are not, and neither is a
+    run nobody scored."""
+    if status != Run.Status.FINISHED or success is not False:
+        return {}
+    found = attribute(records, goal, outcome=False, analysis=report, context=context or None)
+    return clean_value(found.to_dict()) if found is not None else {}
 
 
 def _records(runs: Sequence[Run]) -> dict[int, tuple[list[StepRecord], dict[int, Step]]]:
@@ -86,13 +100,15 @@ def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False) -> 
             if row is not None and record.meta != row.meta:
                 step_rows.append((row.pk, clean_json(record.meta)))
         cols = report_columns(report)
+        guess = attribution_column(records, goal=run.goal, status=run.status, success=run.success, report=report,
+                                   context=run.context)
         run_rows.append((run.pk, cols["first_anchor_break"], cols["anchor_reason"], clean_json(cols["anchor_evidence"]),
-                         clean_json(cols["anchor_findings"])))
+                         clean_json(cols["anchor_findings"]), clean_json(guess)))
     with transaction.atomic():
         _update_from_values(connection.ops.quote_name(Step._meta.db_table), [("meta", "jsonb")], step_rows)
         _update_from_values(connection.ops.quote_name(Run._meta.db_table),
                             [("first_anchor_break", "int"), ("anchor_reason", "text"), ("anchor_evidence", "jsonb"),
-                             ("anchor_findings", "jsonb")], run_rows)
+                             ("anchor_findings", "jsonb"), ("attribution", "jsonb")], run_rows)
     return len(runs)
 
 

@@ -180,6 +180,9 @@ class Run(models.Model):
     reason = models.TextField(blank=True)
     final_answer = models.TextField(blank=True)
     success = models.BooleanField(null=True)
+    # The first-guess layer of a failed run (tracing.attribution.Attribution.to_dict:
+    # layer, step, reason, evidence, rule, basis); {} for a run that did not fail.
+    attribution = models.JSONField(default=dict, db_default={}, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=False)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -54,9 +54,9 @@ def test_it_reads_summaries_only_in_a_constant_number_of_queries(auth_client, ru
     for _ in range(20):
         make_run(step_count=3, success=True)
     # session, user, one GROUPING SETS scan for every figure, one scan of the arrays (interventions,
-    # context pressure), reviewers' labels per detector, tokens per model for the costs, the price table,
-    # task choices
-    with django_assert_num_queries(8):
+    # context pressure), reviewers' labels per detector, task choices, failures by guessed layer and
+    # by reviewers' layer, tokens per model for the costs, the price table
+    with django_assert_num_queries(10):
         auth_client.get(URL)
 
 

@@ -27,7 +27,7 @@ def seed_prices(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0009_outcome_and_context'),
+        ('runs', '0010_attribution'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
