@@ -17,6 +17,7 @@ urlpatterns = [
     path("policies/", include("runs.policies.urls")),
     path("projects/", include("agentlab.projects.urls")),
     path("evaluations/", include("runs.evaluations.urls")),
+    path("prices/", include("runs.pricing.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -7,8 +7,9 @@ from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.failures.models import LayerLabel
 from runs.launch.models import Document, RerunGroup, Run, Task
 from runs.policies.models import Policy
+from runs.pricing.models import ModelPrice
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 
-__all__ = ["Approval", "Document", "Evaluation", "EvaluationRun", "LayerLabel", "Policy", "RerunGroup", "ReviewItem",
-           "ReviewLabel", "Run", "SandboxMessage", "Task", "WhatIfJob"]
+__all__ = ["Approval", "Document", "Evaluation", "EvaluationRun", "LayerLabel", "ModelPrice", "Policy", "RerunGroup",
+           "ReviewItem", "ReviewLabel", "Run", "SandboxMessage", "Task", "WhatIfJob"]

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from runs.calls import views as calls
 from runs.imports.views import run_import, run_import_sample
 from runs.launch import views
 
@@ -19,4 +20,7 @@ urlpatterns = [
     path("<int:run_id>/waterfall/", views.run_waterfall, name="waterfall"),
     path("<int:run_id>/spans/", views.run_span_tree, name="spans"),
     path("<int:run_id>/export.jsonl", views.run_export, name="export"),
+    path("<int:run_id>/calls/<int:step_index>/", calls.call_detail, name="call"),
+    path("<int:run_id>/calls/<int:step_index>.json", calls.call_json, name="call_json"),
+    path("<int:run_id>/calls/<int:step_index>/replay/", calls.call_replay_view, name="call_replay"),
 ]

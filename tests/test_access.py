@@ -35,7 +35,9 @@ from runs.policies.models import Policy
 from runs.reviews.services import review_items_sync
 from runs.whatif.models import WhatIfJob
 from tests.htmx import hx
+from tracing.call_store import CallRecorder
 from tracing.ingest.writes import token_create
+from tracing.model_calls import ModelCallRecord
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
 
@@ -95,6 +97,13 @@ CASES = [
     Case("runs:waterfall", ("run",), label="no-js"),
     Case("runs:spans", ("run",), headers=hx()),
     Case("runs:spans", ("run",), label="no-js"),
+    Case("runs:call", ("run", "zero")),
+    Case("runs:call", ("run", "zero"), headers=hx(), label="panel"),
+    Case("runs:call_json", ("run", "zero")),
+    Case("runs:call_replay", ("run", "zero"), headers=hx()),
+    # A form error: the access checks come first, and no model is called.
+    Case("runs:call_replay", ("run", "zero"), method="post", data={"provider": "openai", "content_0": "x"},
+         headers=hx(), ok=400, need="reviewer", label="bad"),
     Case("local_model_status", headers=hx("local-model-status"), outsider=OWN),
     # compare
     Case("compare:page", query={"runs": lambda w: f"{w.run.pk},{w.other_run.pk}"}, outsider=400),
@@ -153,6 +162,11 @@ CASES = [
     Case("policy_edit", ("policy_name",), need="admin"),
     Case("policy_edit", ("policy_name",), method="post", data={"name": "default", "config": "{}", "use_json": "on"},
          need="admin", ok=302, label="save"),
+    # prices: one table for every project, changed by admins
+    Case("prices", outsider=OWN),
+    Case("prices", method="post", data={"form-TOTAL_FORMS": "1", "form-INITIAL_FORMS": "0", "form-0-prefix": "m",
+                                        "form-0-prompt_per_m": "-1", "form-0-completion_per_m": "1"},
+         ok=400, need="admin", outsider=400, label="bad"),
     # projects
     Case("projects:switch", method="post", data=lambda w: {"project": w.project.pk}, ok=302),
     Case("projects:members", need="admin", outsider=OWN),
@@ -223,6 +237,8 @@ class World:
         self.group = RerunGroup.objects.create(name="g", owner=alice, project=project)
         Run.objects.filter(pk__in=[self.run.pk, self.other_run.pk]).update(group=self.group)
         self.observation, self.interruption, self.zero = 2, 6, 0
+        CallRecorder(self.run.pk)(ModelCallRecord(step_index=0, api="chat",
+                                                  messages=[{"role": "user", "content": "q"}], params={"model": "sim"}))
         policy = Policy.objects.create(project=project, name="default", config={}, created_by=alice)
         self.policy_name = policy.name
         self.job = WhatIfJob.objects.create(key="k", created_by=alice, project=project, policies=[{}],

@@ -4,6 +4,7 @@ import json
 
 from django.apps import apps
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from agentlab.projects.models import Project
@@ -179,3 +180,60 @@ class IngestedSpan(models.Model):
 
     def __str__(self) -> str:
         return f"span {self.span_id}"
+
+
+class CallMessage(models.Model):
+    """One message (or a text prompt's segment, or a list of tool schemas) sent
+    to a model, stored once by content: consecutive turns of a run resend the
+    whole conversation, and every run resends the same system prompt."""
+
+    digest = models.BinaryField(max_length=32, unique=True)  # SHA-256 of the canonical JSON
+    body = models.JSONField()
+
+    def __str__(self) -> str:
+        return f"message {self.pk}"
+
+
+class ModelCall(models.Model):
+    """One request to a model endpoint: the messages as sent (after context
+    fitting), the parameters, the raw response, usage and latency.
+
+    The messages are ``prefix_len`` messages of the run's previous call followed
+    by ``suffix_ids`` (tracing.call_store): a turn stores what it added, not
+    the conversation again. ``step_index`` is the turn's first step.
+    """
+
+    class Api(models.TextChoices):
+        CHAT = "chat"
+        COMPLETIONS = "completions"
+
+    run = models.ForeignKey(RUN_MODEL, on_delete=models.CASCADE, related_name="model_calls")
+    step_index = models.PositiveIntegerField()
+    api = models.CharField(max_length=12, choices=Api.choices)
+    previous = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    prefix_len = models.PositiveIntegerField(default=0)
+    suffix_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    # The tool schemas offered and the parameters (model, temperature, max
+    # tokens, stop, seed, extra body) are the same turn after turn and run
+    # after run: stored once, like messages.
+    tools = models.ForeignKey(CallMessage, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    params_ref = models.ForeignKey(CallMessage, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    response = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "step_index"]
+        # One call per turn: a re-delivered run does not record it twice.
+        constraints = [models.UniqueConstraint(fields=["run", "step_index"], name="model_call_run_step_uniq")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} call at step {self.step_index}"
+
+    @property
+    def params(self) -> dict:
+        body = self.params_ref.body if self.params_ref_id else None
+        return body if isinstance(body, dict) else {}

@@ -26,6 +26,7 @@ import openai
 
 from runs.agent.injection import write_request
 from runs.agent.tools import RunAborted, Tool, ToolRegistry, ToolResult
+from tracing.model_calls import ModelCallRecord, prompt_segments
 from tracing.steps import Intervention, Step
 
 # What enters the model context per observation; the full text stays in the step.
@@ -95,6 +96,18 @@ class Budget:
     # Wall time of this process's part of the run, in seconds; None: no limit.
     # Checked between model turns (a call in flight is bounded by request_timeout).
     max_seconds: float | None = None
+    max_cost: float | None = None  # in the price table's currency over the run; None: no cost budget
+
+
+@dataclass(frozen=True)
+class Price:
+    """What a model's tokens cost, per million (zero for local and simulated models)."""
+
+    prompt_per_m: float = 0.0
+    completion_per_m: float = 0.0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.prompt_per_m + completion_tokens * self.completion_per_m) / 1_000_000
 
 
 @dataclass
@@ -114,6 +127,7 @@ class AgentConfig:
     # into it (older observations shortened, then left out; marked on the
     # turn's step as ``context_cut``). None: learnt from the endpoint's refusal.
     context_tokens: int | None = None
+    price: Price = field(default_factory=Price)
 
 
 @dataclass
@@ -124,7 +138,7 @@ class Outcome:
     status: str
     final_answer: str | None = None
     reason: str = ""
-    stopped_by: str | None = None  # user | watchdog | max_steps | token_budget
+    stopped_by: str | None = None  # user | watchdog | max_steps | token_budget | cost_budget
 
 
 @dataclass(frozen=True)
@@ -151,6 +165,7 @@ class WatchdogLike(Protocol):
 
 
 PrepareObservation = Callable[[str, ToolResult], tuple[str, dict[str, Any]]]
+CallSink = Callable[[ModelCallRecord], None]
 
 
 def default_prepare_observation(tool: str, result: ToolResult) -> tuple[str, dict[str, Any]]:
@@ -372,6 +387,7 @@ class _Run:
         history: Sequence[Step],
         prepare_observation: PrepareObservation | None,
         approval: ApprovalLookup | None = None,
+        call_sink: CallSink | None = None,
     ) -> None:
         if config.mode not in ("tools", "text"):
             raise ValueError(f"mode must be 'tools' or 'text', not {config.mode!r}")
@@ -391,6 +407,9 @@ class _Run:
         # carries its usage on its first step, so turns are the steps with usage.
         self.turns = sum(1 for s in self.steps if s.prompt_tokens or s.completion_tokens)
         self.tokens = sum(s.prompt_tokens + s.completion_tokens for s in self.steps)
+        self.cost = config.price.cost(sum(s.prompt_tokens for s in self.steps),
+                                      sum(s.completion_tokens for s in self.steps))
+        self.call_sink = call_sink
         self.parse_failures = 0
         self.started = time.monotonic()
         self.context_text: dict[int, str] = {}
@@ -456,9 +475,12 @@ class _Run:
             limit, reason = "token_budget", f"token budget exhausted: {self.tokens} tokens (max {budget.max_tokens})"
         elif budget.max_seconds is not None and time.monotonic() - self.started >= budget.max_seconds:
             limit, reason = "wall_time", f"wall-time budget exhausted: {budget.max_seconds:g} s"
+        elif budget.max_cost is not None and self.cost >= budget.max_cost:
+            limit, reason = "cost_budget", f"cost budget exhausted: {self.cost:.6g} spent (max {budget.max_cost:g})"
         else:
             return
-        evidence = {"limit": limit, "turns": self.turns, "tokens": self.tokens, **vars(budget)}
+        evidence = {"limit": limit, "turns": self.turns, "tokens": self.tokens, "cost": round(self.cost, 8),
+                    **vars(budget)}
         self.emit(
             "intervention",
             reason[0].upper() + reason[1:] + ".",
@@ -612,18 +634,26 @@ class _Run:
             common["seed"] = cfg.seed
         if cfg.extra_body:
             common["extra_body"] = cfg.extra_body
+        call = ModelCallRecord(step_index=self.next_index, api="chat", messages=[],
+                               params={k: v for k, v in common.items() if k != "timeout"})
         started = time.perf_counter()
         try:
             if cfg.mode == "tools":
                 messages = self.fitted(self.chat_messages)
                 sent = json.dumps(messages, ensure_ascii=False)
+                call.messages, call.params["tools"] = messages, self.tools.openai_schemas()
                 response = self.client.chat.completions.create(
-                    messages=messages, tools=self.tools.openai_schemas(), **common
+                    messages=messages, tools=call.params["tools"], **common
                 )
                 self.check_response(response)
                 turn = parse_chat_message(response.choices[0].message)
             else:
                 sent = self.fitted(self.text_prompt)
+                call.params["stop"] = TEXT_STOP
+                if cfg.text_api == "completions":
+                    call.api, call.messages = "completions", prompt_segments(sent)
+                else:
+                    call.messages = [{"role": "user", "content": sent}]
                 if cfg.text_api == "completions":
                     response = self.client.completions.create(prompt=sent, stop=TEXT_STOP, **common)
                     self.check_response(response)
@@ -640,13 +670,14 @@ class _Run:
             self.fail_model(f"model answered invalid JSON ({exc.msg} at character {exc.pos}): "
                             f"{_snippet(exc.doc) or '(empty body)'}", "JSONDecodeError")
         except openai.APITimeoutError:
-            self.fail_model(f"model request timed out after {cfg.request_timeout:g} s", "APITimeoutError")
+            self.fail_model(f"model request timed out after {cfg.request_timeout:g} s", "APITimeoutError", call, started)
         except openai.APIConnectionError as exc:
-            self.fail_model(f"cannot reach the model endpoint: {exc}", type(exc).__name__)
+            self.fail_model(f"cannot reach the model endpoint: {exc}", type(exc).__name__, call, started)
         except openai.APIStatusError as exc:
             if exc.status_code == 400 and _CONTEXT_OVERFLOW_RE.search(str(exc.message)):
                 raise _ContextOverflow(exc.status_code, str(exc.message)) from exc
-            self.fail_model(f"model endpoint answered HTTP {exc.status_code}: {exc.message}", type(exc).__name__)
+            self.fail_model(f"model endpoint answered HTTP {exc.status_code}: {exc.message}", type(exc).__name__,
+                            call, started)
         turn.latency_ms = (time.perf_counter() - started) * 1000
         usage = getattr(response, "usage", None)
         reported = getattr(usage, "prompt_tokens", None)
@@ -655,6 +686,12 @@ class _Run:
             self.chars_per_token = len(sent) / reported
         turn.prompt_tokens = reported or estimate_tokens(sent)
         turn.completion_tokens = getattr(usage, "completion_tokens", None) or max(1, estimate_tokens(turn.raw))
+        if self.call_sink is not None:
+            dump = getattr(response, "model_dump", None)
+            call.response = dump(mode="json", exclude_unset=True) if dump else None
+            call.prompt_tokens, call.completion_tokens = turn.prompt_tokens, turn.completion_tokens
+            call.latency_ms = turn.latency_ms
+            self.call_sink(call)
         return turn
 
     def check_response(self, response: Any) -> None:
@@ -662,7 +699,13 @@ class _Run:
         if problem:
             self.fail_model(problem, "UnusableResponse")
 
-    def fail_model(self, reason: str, error: str) -> None:
+    def fail_model(self, reason: str, error: str, call: ModelCallRecord | None = None,
+                   started: float | None = None) -> None:
+        if call is not None and self.call_sink is not None:
+            # The request that failed is worth seeing too (what was sent to a model that was down).
+            call.error = reason
+            call.latency_ms = (time.perf_counter() - started) * 1000 if started is not None else 0.0
+            self.call_sink(call)
         self.emit("error", reason, meta={"source": "model", "reason": reason, "error": error})
         raise _Halt(Outcome("error", None, reason))
 
@@ -746,6 +789,7 @@ class _Run:
                 turn = self.call_model()
                 self.turns += 1
                 self.tokens += turn.prompt_tokens + turn.completion_tokens
+                self.cost += self.config.price.cost(turn.prompt_tokens, turn.completion_tokens)
                 self.turn_cost = (turn.prompt_tokens, turn.completion_tokens, turn.latency_ms)
                 if turn.problem:
                     self.parse_failures += 1
@@ -787,11 +831,14 @@ def run_agent(
     history: Sequence[Step] = (),
     prepare_observation: PrepareObservation | None = None,
     approval: ApprovalLookup | None = None,
+    call_sink: CallSink | None = None,
 ) -> Outcome:
     """Run one ReAct trajectory, emitting every step to ``sink`` as it happens.
 
     ``history``: steps already recorded (resume / fork); the context is rebuilt
-    from them and numbering continues at ``max(index) + 1``.
+    from them and numbering continues at ``max(index) + 1``. ``call_sink``
+    receives every model request as sent (after context fitting) with its raw
+    response, before the turn's steps go to ``sink``.
     """
     return _Run(client, config, prompt, tools, sink, should_stop, watchdog, history, prepare_observation,
-                approval).run()
+                approval, call_sink).run()

@@ -33,6 +33,7 @@ import openai
 from runs.agent.loop import (
     AgentConfig,
     ApprovalLookup,
+    CallSink,
     Outcome,
     PrepareObservation,
     WatchdogLike,
@@ -111,6 +112,7 @@ def run_strategy(
     history: Sequence[Step] = (),
     prepare_observation: PrepareObservation | None = None,
     approval: ApprovalLookup | None = None,
+    call_sink: CallSink | None = None,
 ) -> Outcome:
     """One run of ``strategy``; every step goes to ``sink`` as it happens.
 
@@ -121,9 +123,10 @@ def run_strategy(
     if strategy in (REACT, REACT_OFF):
         return run_agent(client=client, config=config, prompt=prompt, tools=tools, sink=sink,
                          should_stop=should_stop, watchdog=watchdog, history=history,
-                         prepare_observation=prepare_observation, approval=approval)
+                         prepare_observation=prepare_observation, approval=approval, call_sink=call_sink)
     answer_tools = ToolRegistry([t for t in (tools.get("finish"),) if t is not None])
-    run = _Run(client, config, prompt, tools, sink, should_stop, watchdog, history, prepare_observation, approval)
+    run = _Run(client, config, prompt, tools, sink, should_stop, watchdog, history, prepare_observation, approval,
+               call_sink)
     calls = scripted_calls(strategy, prompt)
     done = sum(1 for s in run.steps if s.kind == "action" and s.meta.get("scripted"))
     run.turns += done

@@ -174,9 +174,9 @@ def _csv(name: str, data: dict) -> HttpResponse:
                          for d in data["over_time"])
     else:
         writer.writerow(["group", "runs", "scored", "successes", "success_rate", "k", "pass_at_k", "pass_hat_k",
-                         "mean_steps", "over_max"])
+                         "mean_steps", "over_max", "cost_usd"])
         writer.writerows([g["key"], g["runs"], g["scored"], g["successes"], g["success_rate"], g["k"], g["pass_at_k"],
-                          g["pass_hat_k"], g["mean_steps"], g["over_max"]] for g in data[name])
+                          g["pass_hat_k"], g["mean_steps"], g["over_max"], round(g["cost"], 6)] for g in data[name])
     return response
 
 
@@ -195,6 +195,7 @@ def dashboard_page(request: HttpRequest) -> HttpResponse:
     f = form.filters()
     qs = runs_filtered(access.runs_for(request), f)
     data = {**dashboard.aggregate(qs), **dashboard.array_figures(qs), "false_kills": dashboard.false_kills(qs)}
+    dashboard.add_costs(data, dashboard.costs(qs))
     fk = data["false_kills"]
     labelled = sum(r["labelled"] for r in fk)
     data["totals"]["false_kill_rate"] = sum(r["wrongly"] for r in fk) / labelled if labelled else None

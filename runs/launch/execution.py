@@ -25,6 +25,7 @@ from runs.launch.llm import EndpointNotConfigured, client_for, config_for
 from runs.launch.models import Run, Task
 from runs.launch.selectors import run_history
 from runs.launch.toolbox import build_tools
+from tracing.call_store import CallRecorder
 from tracing.governance import govern_observation
 from tracing.models import Step
 from tracing.recorder import Recorder
@@ -137,6 +138,7 @@ def _execute(run_id: int, lease: Lease, client) -> Run:
             history=history,
             prepare_observation=_governed(int(run.settings.get("context_chars", 2000))),
             approval=durable(approval_lookup(run_id)),
+            call_sink=CallRecorder(run_id),
         )
     except (LeaseLost, DatabaseGone):
         raise

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django import forms
 
 from runs.agent.faults import FaultError, FaultRates
@@ -33,6 +35,10 @@ class NewRunForm(forms.Form):
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.7)
     max_steps = forms.IntegerField(min_value=1, max_value=200, initial=15, help_text="Model turns, 1–200.")
     max_tokens = forms.IntegerField(min_value=100, max_value=1_000_000, initial=20_000)
+    max_cost = forms.DecimalField(required=False, min_value=Decimal("0.0001"), max_value=Decimal("100000"),
+                                  max_digits=12, decimal_places=4, label="max cost ($)",
+                                  help_text="Cost budget at the price table's prices; blank: none. "
+                                            "Simulated and local models cost nothing.")
     reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text="1–50 runs of the same prompt.")
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
     policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="off — no watchdog",
@@ -108,7 +114,8 @@ class RunFilterForm(forms.Form):
     steps_max = forms.IntegerField(required=False, min_value=0)
     outcome = forms.ChoiceField(choices=[("", "any outcome"), ("correct", "correct"), ("wrong", "wrong"),
                                          ("unscored", "unscored")], required=False)
-    stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"), ("wall_time", "wall time"),
+    stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"),
+                                            ("cost_budget", "cost budget"), ("wall_time", "wall time"),
                                             ("watchdog", "watchdog"), ("user", "user")], required=False)
     anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break"),
                                         *[(p, f"lost it: {anchor_label(p)}") for p in PATTERNS]], required=False)

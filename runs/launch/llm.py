@@ -7,6 +7,7 @@ from django.conf import settings
 
 from runs.agent.loop import AgentConfig, Budget
 from runs.launch.models import Run
+from runs.pricing.prices import price_of
 
 
 class EndpointNotConfigured(Exception):
@@ -48,11 +49,14 @@ def config_for(run: Run) -> AgentConfig:
         temperature=run.temperature,
         seed=run.seed,
         budget=Budget(max_steps=run.max_steps, max_tokens=run.max_tokens,
-                      max_seconds=run.settings.get("max_seconds")),
+                      max_seconds=run.settings.get("max_seconds"),
+                      max_cost=float(run.max_cost) if run.max_cost is not None else None),
         request_timeout=settings.MODEL_REQUEST_TIMEOUT_S,
         text_api=text_api,
         extra_body=extra_body,
         # The local server's window is known; another endpoint's is learnt
         # from its refusal of a prompt too long (runs.agent.loop).
         context_tokens=settings.LOCAL_MODEL_CONTEXT_TOKENS if run.provider == Run.Provider.LOCAL else None,
+        # Fixed at the start: the budget a run was given does not move when a price is edited mid-run.
+        price=price_of(run.provider, model),
     )

@@ -9,9 +9,12 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.fields.json import KeyTextTransform
 from django.urls import reverse
+from django.utils.functional import cached_property
 
 from agentlab.projects.models import Project
+from runs.agent.loop import Price
 from runs.policies.models import Policy
+from runs.pricing.prices import price_of
 from tracing.normalize import search_tokens
 from tracing.steps import Trajectory
 
@@ -170,6 +173,8 @@ class Run(models.Model):
     mode = models.CharField(max_length=5, choices=Mode.choices, default=Mode.TOOLS)
     max_steps = models.PositiveIntegerField(default=30, null=True, blank=True)
     max_tokens = models.PositiveIntegerField(default=20000, null=True, blank=True)
+    # Cost budget in US dollars at the price table's prices; None: none.
+    max_cost = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     seed = models.BigIntegerField(null=True, blank=True)
     # Simulated-model knobs and other per-run settings (fault injection...).
     settings = models.JSONField(default=dict, blank=True)
@@ -264,6 +269,7 @@ class Run(models.Model):
             models.CheckConstraint(condition=Q(parent__isnull=True) | Q(fork_from__isnull=False), name="run_fork_has_step"),
             models.CheckConstraint(condition=Q(max_steps__gte=1) & Q(max_steps__lte=1000), name="run_max_steps_range"),
             models.CheckConstraint(condition=Q(temperature__gte=0) & Q(temperature__lte=2), name="run_temperature_range"),
+            models.CheckConstraint(condition=Q(max_cost__gt=0), name="run_max_cost_positive"),
         ]
 
     def __str__(self) -> str:
@@ -283,6 +289,15 @@ class Run(models.Model):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @cached_property
+    def price(self) -> Price:
+        """Its model's price now (a list sets it from one read of the table)."""
+        return price_of(self.provider, self.model_name)
+
+    @property
+    def cost(self) -> float:
+        return self.price.cost(self.prompt_tokens, self.completion_tokens)
 
     @property
     def goal(self) -> str:

@@ -9,6 +9,7 @@ import contextlib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import partial
 
 from django.db import transaction
@@ -49,6 +50,7 @@ class RunSpec:
     base_url: str = ""
     settings: dict | None = None
     policy: Policy | None = None
+    max_cost: Decimal | None = None
 
 
 class ForkError(ValueError):
@@ -102,6 +104,7 @@ def _new_run(*, owner, project, spec: RunSpec, group: RerunGroup | None = None, 
         temperature=spec.temperature,
         max_steps=spec.max_steps,
         max_tokens=spec.max_tokens,
+        max_cost=spec.max_cost,
         seed=seed,
         settings=spec.settings or {},
         policy=spec.policy,
@@ -169,7 +172,7 @@ def fork_create(*, parent: Run, fork_from: int, owner=None, policy: Policy | Non
             fork_from=fork_from,
             provider=parent.provider, model_name=parent.model_name, base_url=parent.base_url, mode=parent.mode,
             temperature=parent.temperature, max_steps=min(1000, history_turns + turns),
-            max_tokens=parent.max_tokens + 50_000, seed=parent.seed,
+            max_tokens=parent.max_tokens + 50_000, max_cost=parent.max_cost, seed=parent.seed,
             settings={**parent.settings, "fork": {"turns": turns, "edited": edited is not None}},
             policy=policy, celery_id=str(uuid.uuid4()),
         )

@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import F, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
@@ -22,8 +23,9 @@ from runs.launch.selectors import runs_filtered, steps_after, trajectory
 from runs.launch.span_tree import tree_html
 from runs.paging import keyset_page
 from runs.policies.models import Policy
+from runs.pricing.prices import PriceTable
 from runs.queue import QueueUnavailable
-from tracing.models import Step
+from tracing.models import ModelCall, Step
 from tracing.timeline import run_calls, span_rows
 from tracing.waterfall import MAX_BARS, chart, span_tree
 
@@ -90,6 +92,9 @@ def run_list(request: HttpRequest) -> HttpResponse:
     else:
         qs = qs.none()
     runs, next_query = keyset_page(qs, RUNS_PER_PAGE, request, lambda run: _cursor(run, field))
+    prices = PriceTable.load()  # one read for the page, not one per row
+    for run in runs:
+        run.price = prices.price_for(run.provider, run.model_name)
     context = {
         "form": form,
         "runs": runs,
@@ -118,6 +123,9 @@ def run_list_live(request: HttpRequest) -> HttpResponse:
                             status=400, content_type="text/plain; charset=utf-8")
     runs = list(access.runs_for(request).select_related("task", "policy").defer(*LIST_DEFERRED)
                 .filter(pk__in=[int(i) for i in ids]).order_by("-created_at", "-id"))
+    prices = PriceTable.load()  # one read, not one per row (the cost column)
+    for run in runs:
+        run.price = prices.price_for(run.provider, run.model_name)
     live_ids = [run.pk for run in runs if run.is_live]
     response = render(request, "launch/_live_rows.html",
                       {"runs": runs, "live_ids": live_ids, "live_every": LIVE_ROWS_EVERY, "now": timezone.now()})
@@ -195,10 +203,23 @@ def _pressure(run: Run) -> dict | None:
             "marks": marks, "turns": len(run.context_tokens)}
 
 
+def _call_steps(run: Run, steps: list[Step]) -> set[int]:
+    """The loaded steps that have a model call behind them (the toggle is shown on those)."""
+    own = [s.index for s in steps if s.run_id == run.pk]
+    if not own:
+        return set()
+    return set(ModelCall.objects.filter(run=run, step_index__gte=own[0], step_index__lte=own[-1])
+               .values_list("step_index", flat=True))
+
+
 def _timeline_context(run: Run, steps: list[Step]) -> dict:
     last = steps[-1].index if steps else None
     full_page = len(steps) >= STEPS_PER_PAGE
     return {
+        "call_steps": _call_steps(run, steps),
+        # The call of step N is at call_url + "N/" (runs:call).
+        "call_url": reverse("runs:call", args=[run.pk, 0])[:-2],
+        "price": run.price,
         "run": run,
         "steps": steps,
         "cursor": last if last is not None else -1,
@@ -243,6 +264,7 @@ def _spec(form: NewRunForm) -> services.RunSpec:
         temperature=data["temperature"],
         max_steps=data["max_steps"],
         max_tokens=data["max_tokens"],
+        max_cost=data["max_cost"],
         seed=data["seed"],
         settings={**({"sim": form.sim_settings()} if provider == "sim" else {}), "faults": form.faults()},
         policy=data["policy"],

@@ -34,8 +34,8 @@ FORK_CONFIRMED_FACTOR = 0.5
 
 def _budget(evidence: dict) -> tuple[str, dict, float]:
     limit = evidence.get("limit") or "max_steps"
-    value = evidence.get(limit if limit != "token_budget" else "max_tokens")
-    used = evidence.get("turns" if limit == "max_steps" else "tokens")
+    value = evidence.get({"token_budget": "max_tokens", "cost_budget": "max_cost"}.get(limit, limit))
+    used = evidence.get({"max_steps": "turns", "cost_budget": "cost"}.get(limit, "tokens"))
     return f"{limit}={value}", {"limit": limit, "value": value, "used": used}, BUDGET_PRIOR
 
 

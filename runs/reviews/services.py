@@ -169,7 +169,7 @@ def fork_result(fork: Run, turns: int) -> ForkResult:
         return ForkResult(ForkOutcome.ERROR, turns, fork.reason or "unknown error")
     if fork.success is True:
         return ForkResult(ForkOutcome.SUCCEEDED, turns, fork.reason)
-    if fork.stopped_by in ("max_steps", "token_budget", "watchdog"):
+    if fork.stopped_by in ("max_steps", "token_budget", "cost_budget", "watchdog"):
         return ForkResult(ForkOutcome.LOOPED, turns, fork.reason)
     if fork.success is None and fork.status == Run.Status.FINISHED and fork.final_answer:
         # No gold answer to score against: an answer is the best we can tell.

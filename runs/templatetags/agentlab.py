@@ -6,6 +6,7 @@ from django import template
 
 from runs import payloads
 from runs.launch.labels import anchor_label
+from runs.pricing.prices import money
 
 register = template.Library()
 
@@ -67,3 +68,20 @@ def step_text(step, label: str) -> str:
 @register.filter
 def args_html(args) -> str:
     return payloads.args_html(args)
+
+
+@register.filter(name="money")
+def money_filter(value) -> str:
+    """A cost in dollars ('—' when unknown): runs.pricing.prices.money."""
+    try:
+        return money(None if value is None or value == "" else float(value))
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
+def step_cost(step, price) -> str:
+    """What a turn's tokens cost at `price` (the run's model's)."""
+    if price is None or not (step.prompt_tokens or step.completion_tokens):
+        return ""
+    return money(price.cost(step.prompt_tokens, step.completion_tokens))

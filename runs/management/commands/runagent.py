@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -24,6 +25,8 @@ class Command(BaseCommand):
         parser.add_argument("--temperature", type=float, default=0.7)
         parser.add_argument("--max-steps", type=int, default=15)
         parser.add_argument("--max-tokens", type=int, default=20_000)
+        parser.add_argument("--max-cost", type=Decimal, default=None,
+                            help="cost budget in US dollars at the price table's prices (/prices/)")
         parser.add_argument("--policy", default="default", help="watchdog policy name (latest version), or 'off'")
         parser.add_argument("--wait", action="store_true", help="wait for the runs to end and print outcomes")
         parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait with --wait")
@@ -42,6 +45,8 @@ class Command(BaseCommand):
             raise CommandError("--max-steps must be between 1 and 200")
         if not 0 <= opts["temperature"] <= 2:
             raise CommandError("--temperature must be between 0 and 2")
+        if opts["max_cost"] is not None and not (0 < opts["max_cost"] <= 100_000):
+            raise CommandError("--max-cost must be above 0 and at most 100000 (dollars)")
         model = opts["model"]
         provider = model if model in ("sim", "local") else Run.Provider.OPENAI
         mode = opts["mode"] or ("text" if provider == "local" else "tools")
@@ -62,6 +67,7 @@ class Command(BaseCommand):
             temperature=opts["temperature"],
             max_steps=opts["max_steps"],
             max_tokens=opts["max_tokens"],
+            max_cost=opts["max_cost"],
             seed=opts["seed"],
         )
         try:

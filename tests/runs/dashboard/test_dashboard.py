@@ -56,8 +56,8 @@ def test_it_reads_summaries_only_in_a_constant_number_of_queries(auth_client, ru
         make_run(step_count=3, success=True)
     # session, user, memberships of the user (current project, the header's switcher), one GROUPING SETS scan for
     # every figure, one scan of the arrays (interventions, context pressure), reviewers' labels per detector, task
-    # choices, failures by guessed layer and by reviewers' layer
-    with django_assert_num_queries(9):
+    # choices, failures by guessed layer and by reviewers' layer, tokens per model for the costs, the price table
+    with django_assert_num_queries(11):
         auth_client.get(URL)
 
 
