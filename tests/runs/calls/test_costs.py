@@ -175,7 +175,7 @@ def test_a_free_model_never_hits_a_cost_budget():
     assert outcome.stopped_by != "cost_budget"
 
 
-def test_runagent_takes_a_cost_budget(monkeypatch, task):
+def test_runagent_takes_a_cost_budget(monkeypatch, task, project):
     from django.core.management import CommandError, call_command
 
     sent = []

@@ -9,6 +9,7 @@ from django.urls import reverse
 from runs.agent.sim_server import sim_client
 from runs.launch import execution, services
 from runs.launch.models import Run, Task
+from tests.projects import project_of
 from tracing.call_store import CallRecorder, call_messages
 from tracing.model_calls import ModelCallRecord, prompt_segments, prompt_text
 from tracing.models import CallMessage, ModelCall, Step
@@ -22,7 +23,7 @@ def _sim_run(user, *, mode="tools", slug="tollby-playhouse-seats", **fields) -> 
     spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode=mode,
                             temperature=0.5, max_steps=fields.pop("max_steps", 12), max_tokens=50_000, seed=3,
                             settings={"sim": {"rephrase": 0, "forget": 0, "early_finish": 0, "wrong_premise": 0}})
-    run = services.run_create(owner=user, spec=spec)
+    run = services.run_create(owner=user, project=project_of(user), spec=spec)
     if fields:
         Run.objects.filter(pk=run.pk).update(**fields)
     return execution.run_execute(run_id=run.pk, client=sim_client())
@@ -80,7 +81,7 @@ def test_a_model_that_is_down_leaves_the_failed_request_on_record(user, settings
     task = Task.objects.get(slug="tollby-playhouse-seats")
     spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
                             temperature=0.0, max_steps=5, max_tokens=5000, seed=1)
-    run = execution.run_execute(run_id=services.run_create(owner=user, spec=spec).pk)
+    run = execution.run_execute(run_id=services.run_create(owner=user, project=project_of(user), spec=spec).pk)
     assert run.status == Run.Status.ERROR
     call = ModelCall.objects.get(run=run)
     assert "cannot reach the model endpoint" in call.error and call.response is None
@@ -132,8 +133,9 @@ def test_run_page_offers_the_call_closed_and_loads_it_on_demand(auth_client, use
 def test_opening_a_call_runs_a_constant_number_of_queries(auth_client, user, django_assert_num_queries):
     run = _sim_run(user)
     call = ModelCall.objects.filter(run=run).order_by("step_index").last()
-    # 1 session, 2 user, 3 run, 4 call with its tools, 5 the run's calls (prefix chain), 6 message bodies
-    with django_assert_num_queries(6):
+    # 1 session, 2 user, 3 membership (the current project), 4 run, 5 call with its tools, 6 the run's calls
+    # (prefix chain), 7 message bodies
+    with django_assert_num_queries(7):
         auth_client.get(reverse("runs:call", args=[run.pk, call.step_index]), headers={"HX-Request": "true"})
 
 

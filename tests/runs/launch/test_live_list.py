@@ -52,8 +52,9 @@ def test_polling_stops_when_no_row_is_live(auth_client, make_run):
 @pytest.mark.parametrize("n", [1, 20])
 def test_live_rows_take_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries, n):
     ids = ",".join(str(make_run(steps=2, status=Run.Status.RUNNING).pk) for _ in range(n))
-    # 1 session, 2 user, 3 the user's membership (the current project), 4 the runs with their task and policy
-    with django_assert_num_queries(4):
+    # 1 session, 2 user, 3 the user's membership (the current project), 4 the runs with their task and policy,
+    # 5 the price table (the cost column)
+    with django_assert_num_queries(5):
         assert auth_client.get(LIVE, {"ids": ids}, headers=hx("live-runs")).status_code == 200
 
 
