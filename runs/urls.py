@@ -3,6 +3,7 @@
 from django.urls import path
 
 from runs.imports.views import run_import, run_import_sample
+from runs.labels.views import run_labels, session_detail
 from runs.launch import views
 
 app_name = "runs"
@@ -16,4 +17,6 @@ urlpatterns = [
     path("<int:run_id>/steps/", views.run_steps, name="steps"),
     path("<int:run_id>/stop/", views.run_stop, name="stop"),
     path("<int:run_id>/export.jsonl", views.run_export, name="export"),
+    path("<int:run_id>/labels/", run_labels, name="labels"),
+    path("session/", session_detail, name="session"),
 ]

@@ -23,7 +23,7 @@ PACKAGES = ("agentlab", "runs", "tracing")
 PURE_MODULES = [
     "tracing.steps", "tracing.normalize", "tracing.watchdog", "tracing.alignment", "tracing.metrics",
     "tracing.course", "tracing.governance", "tracing.detect", "tracing.analysis", "tracing.replay",
-    "tracing.summary", "tracing.attribution", "tracing.ingest.otlp", "tracing.ingest.jsonapi", "runs.whatif.replay",
+    "tracing.summary", "tracing.attribution", "tracing.stepsearch", "tracing.labels", "tracing.stepindex", "tracing.ingest.otlp", "tracing.ingest.jsonapi", "runs.whatif.replay",
     *sorted(f"tracing.detectors.{p.stem}" for p in (ROOT / "tracing/detectors").glob("*.py") if p.stem != "__init__"),
     *sorted(f"tracing.anchoring.{p.stem}" for p in (ROOT / "tracing/anchoring").glob("*.py") if p.stem != "__init__"),
     *sorted(f"runs.agent.{p.stem}" for p in (ROOT / "runs/agent").glob("*.py") if p.stem != "__init__"),

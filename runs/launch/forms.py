@@ -8,6 +8,7 @@ from runs.launch.models import Run, Task
 from runs.launch.selectors import POLICY_OFF, RunFilters
 from runs.policies.models import Policy
 from tracing.anchoring import PATTERNS
+from tracing.labels import MAX_METADATA_KEY_CHARS, MAX_METADATA_VALUE_CHARS, MAX_SESSION_CHARS, MAX_TAG_CHARS
 
 MODEL_CHOICES = [
     ("sim", "sim — simulated model (test double)"),
@@ -92,6 +93,10 @@ LEGACY_STATUSES = {"succeeded": "correct", "failed": "wrong"}
 
 
 class RunFilterForm(forms.Form):
+    # The search box (runs.search): an id, or any text of the run's steps.
+    q = forms.CharField(required=False, max_length=500, strip=True)
+    # "text": search the steps even when q is also an id.
+    within = forms.ChoiceField(choices=[("", "ids and text"), ("text", "text only")], required=False)
     status = forms.ChoiceField(choices=[("", "any status"), *Run.Status.choices], required=False)
     task = forms.CharField(required=False, max_length=80)
     model = forms.CharField(required=False, max_length=120)
@@ -113,6 +118,10 @@ class RunFilterForm(forms.Form):
     forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    tag = forms.CharField(required=False, max_length=MAX_TAG_CHARS)
+    meta = forms.CharField(required=False, max_length=MAX_METADATA_KEY_CHARS + MAX_METADATA_VALUE_CHARS + 1,
+                           help_text="key=value")
+    session = forms.CharField(required=False, max_length=MAX_SESSION_CHARS)
     before = forms.CharField(required=False, max_length=80)
     sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
                              required=False)
@@ -123,6 +132,12 @@ class RunFilterForm(forms.Form):
             data["outcome"] = data.get("outcome") or LEGACY_STATUSES[data["status"]]
             data["status"] = Run.Status.FINISHED
         super().__init__(data, *args, **kwargs)
+
+    def clean_meta(self) -> str:
+        meta = self.cleaned_data["meta"]
+        if meta and "=" not in meta:
+            raise forms.ValidationError("Write a metadata filter as key=value.")
+        return meta
 
     def filters(self) -> RunFilters:
         return RunFilters.of(self.cleaned_data)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from django.db import transaction
@@ -20,6 +20,7 @@ from runs.launch.selectors import run_history
 from runs.launch.tasks import execute_run
 from runs.policies.models import Policy
 from runs.queue import enqueue
+from tracing.labels import Labels
 from tracing.recorder import Recorder
 from tracing.steps import Step as StepRecord
 
@@ -45,6 +46,8 @@ class RunSpec:
     base_url: str = ""
     settings: dict | None = None
     policy: Policy | None = None
+    # Checked by tracing.labels.clean_labels before the spec is built.
+    labels: Labels = field(default_factory=Labels)
 
 
 class ForkError(ValueError):
@@ -101,6 +104,9 @@ def _new_run(*, owner, spec: RunSpec, group: RerunGroup | None = None, offset: i
         settings=spec.settings or {},
         policy=spec.policy,
         celery_id=str(uuid.uuid4()),
+        tags=list(spec.labels.tags),
+        metadata=dict(spec.labels.metadata),
+        session_id=spec.labels.session_id,
     )
 
 

@@ -23,6 +23,7 @@ from runs.launch.selectors import runs_filtered, steps_after, trajectory
 from runs.paging import keyset_page
 from runs.policies.models import Policy
 from runs.queue import QueueUnavailable
+from runs.search.selectors import RunSearch, search_runs
 from tracing.models import Step
 
 RUNS_PER_PAGE = 50
@@ -38,7 +39,7 @@ MORE_ROWS_ID = "more-runs"
 # Sortable columns of the run list: URL name -> model field. Every sort is a
 # keyset on (field, id), each backed by an index (see Run.Meta).
 SORT_FIELDS = {"created": "created_at", "steps": "step_count", "tokens": "tokens_total"}
-LIST_DEFERRED = ("context", "anchor_evidence", "anchor_findings", "context_steps", "context_tokens", "truncated_steps")
+LIST_DEFERRED = ("context", "metadata", "anchor_evidence", "anchor_findings", "context_steps", "context_tokens", "truncated_steps")
 
 
 def _parse_cursor(raw: str, field: str) -> tuple[datetime | int, int] | None:
@@ -80,13 +81,17 @@ def run_list(request: HttpRequest) -> HttpResponse:
     # The list shows none of the run's large JSON columns (a context alone can be tens of KB).
     qs = access.runs_for(request).select_related("task", "policy").defer(*LIST_DEFERRED)
     field = "created_at"
+    search = RunSearch()
     if form.is_valid():
+        qs, search = search_runs(qs, form.cleaned_data["q"], text_only=form.cleaned_data["within"] == "text")
         qs, field = _sorted_page(runs_filtered(qs, form.filters()), form, sort)
     else:
         qs = qs.none()
     runs, next_query = keyset_page(qs, RUNS_PER_PAGE, request, lambda run: _cursor(run, field))
+    search.attach_hits(runs)
     context = {
         "form": form,
+        "search": search,
         "runs": runs,
         "next_query": next_query,
         "more_id": MORE_ROWS_ID,
@@ -121,7 +126,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     inherited = trajectory(run, hi=run.fork_from - 1, limit=MAX_INITIAL_STEPS) if run.parent_id else []
     steps = trajectory(run, lo=run.fork_from or 0, limit=max(STEPS_PER_PAGE, upto))
     return render(request, "launch/detail.html",
-                  {**_timeline_context(run, steps), "inherited": inherited, "pressure": _pressure(run)})
+                  {**_timeline_context(run, steps), "inherited": inherited, "pressure": _pressure(run),
+                   "can_label": access.is_reviewer(request)})
 
 
 def _pressure(run: Run) -> dict | None:
@@ -163,7 +169,7 @@ def run_steps(request: HttpRequest, run_id: int) -> HttpResponse:
     except ValueError:
         return HttpResponse("after must be an integer step index", status=400, content_type="text/plain; charset=utf-8")
     steps = steps_after(run, after, STEPS_PER_PAGE)
-    context = _timeline_context(run, steps)
+    context = {**_timeline_context(run, steps), "can_label": access.is_reviewer(request)}
     if not steps:
         context["cursor"] = after
     response = render(request, "launch/_steps_poll.html", context)
@@ -226,7 +232,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
 def run_stop(request: HttpRequest, run_id: int) -> HttpResponse:
     run = services.run_stop(run=access.run_for(request, run_id, "task", "policy"))
     if request.htmx:
-        return render(request, "launch/_run_header.html", {"run": run})
+        return render(request, "launch/_run_header.html", {"run": run, "can_label": access.is_reviewer(request)})
     return redirect(run)
 
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from tracing.ingest.jsonapi import ApiError, Finish, RunRequest
 from tracing.ingest.otlp import Span, TraceState, classify, describe, map_spans, needs_rebuild, produces_steps
+from tracing.ingest.otlp_labels import labels_from_attributes
 from tracing.ingest.writes import (
     Appended,
     append_steps,
@@ -91,6 +92,7 @@ def _new_api_run(owner, req: RunRequest, now: datetime) -> models.Model:
         owner=owner, prompt=req.prompt, provider=Run.Provider.IMPORT, source="api",
         model_name=(req.model or UNKNOWN_MODEL)[:120], settings=req.settings, context=req.context,
         status=Run.Status.RUNNING, started_at=now, **UNKNOWN_SETTINGS, **RunSummary.of(req.steps).columns(),
+        tags=req.labels.tags, metadata=req.labels.metadata, session_id=req.labels.session_id,
     )
     if req.finish is not None:
         for name, value in _finish_fields(req.finish, now).items():
@@ -221,11 +223,13 @@ def _new_otlp_run(owner, trace_id: str, spans: Sequence[Span]) -> models.Model:
     for key in ("agent", "conversation_id", "service"):
         if getattr(info, key):
             settings[key] = getattr(info, key)
+    labels = labels_from_attributes(span.attrs for span in spans)
     Run = get_run_model()
     return Run(
         owner=owner, prompt=info.prompt, provider=Run.Provider.IMPORT, source="otlp",
         model_name=(info.model or UNKNOWN_MODEL)[:120], settings=settings, status=Run.Status.RUNNING,
         started_at=_ns_to_datetime(info.started_ns) or timezone.now(), **UNKNOWN_SETTINGS,
+        tags=labels.tags, metadata=labels.metadata, session_id=labels.session_id,
     )
 
 

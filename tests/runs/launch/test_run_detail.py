@@ -44,8 +44,9 @@ def test_untrusted_step_text_is_escaped(auth_client, make_run):
 
 def test_the_page_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
     run = make_run(steps=300)
-    # 1 session, 2 user, 3 run with task, 4 first page of steps
-    with django_assert_num_queries(4):
+    # 1 session, 2 user, 3 run with task, 4 first page of steps, 5-6 the user's
+    # and their groups' permissions (may they edit the run's labels?)
+    with django_assert_num_queries(6):
         response = auth_client.get(reverse("runs:detail", args=[run.pk]))
     assert len(response.context["steps"]) == 200
     assert 'hx-trigger="revealed"' in response.content.decode()
@@ -228,8 +229,9 @@ def test_every_pattern_has_plain_words(pattern):
 
 def test_a_dialogue_page_runs_the_same_queries(auth_client, make_run, django_assert_num_queries):
     run = _dialogue_run(make_run)
-    # 1 session, 2 user, 3 run with task, 4 first page of steps (context and findings are run columns)
-    with django_assert_num_queries(4):
+    # 1 session, 2 user, 3 run with task, 4 first page of steps (context and findings are run columns),
+    # 5-6 permissions (the labels' edit link)
+    with django_assert_num_queries(6):
         auth_client.get(reverse("runs:detail", args=[run.pk]))
 
 
