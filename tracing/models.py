@@ -181,6 +181,10 @@ class ExternalRun(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["owner", "source", "external_id"], name="external_run_uniq"),
         ]
+        indexes = [
+            # The run list's search box finds a run by its trace id / external id, whoever sent it.
+            models.Index(fields=["external_id"], name="external_run_external_id_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.source} {self.external_id} -> run {self.run_id}"

@@ -235,6 +235,8 @@ class Run(models.Model):
             # Filters on a tag / a metadata key=value: containment, served by GIN.
             GinIndex(fields=["tags"], name="run_tags_gin"),
             GinIndex(fields=["metadata"], name="run_metadata_gin", opclasses=["jsonb_path_ops"]),
+            # The search box's "run named X" lookup by an imported run's id.
+            models.Index(fields=["source_run_id"], name="run_source_run_id_idx", condition=~Q(source_run_id="")),
             # A session's runs, oldest first (the session page).
             models.Index(fields=["session_id", "created_at", "id"], name="run_session_idx", condition=~Q(session_id="")),
             # Workers and the live views look only at unfinished runs.

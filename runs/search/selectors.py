@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models.expressions import RawSQL
 
 from runs.launch.models import Run
-from tracing.models import Step
+from tracing.models import ExternalRun, Step
 from tracing.stepsearch import query_tokens, snippet, tsquery_literal
 
 # A run id typed as "123" or "#123".
@@ -38,15 +39,17 @@ class StepHit:
 
 def runs_by_id(qs: QuerySet[Run], q: str) -> QuerySet[Run] | None:
     """Runs the query names exactly — run id, OTLP trace id, a client's
-    external id, an imported run's id in its file — or None if it names none."""
+    external id, an imported run's id in its file — or None if it names none.
+    One UNION of index lookups (an OR across the join would scan every run)."""
     q = q.strip()
     if not q or len(q) > MAX_ID_CHARS:
         return None
-    cond = Q(source_run_id=q) | Q(external__external_id=q)
+    lookups = [qs.filter(source_run_id=q).values("pk"),
+               ExternalRun.objects.filter(external_id=q).values("run_id")]
     if m := _RUN_ID_RE.fullmatch(q):
-        cond |= Q(pk=int(m.group(1)))
-    matched = qs.filter(cond)
-    return matched if matched.exists() else None
+        lookups.append(qs.filter(pk=int(m.group(1))).values("pk"))
+    ids = list(lookups[0].union(*lookups[1:]).values_list("pk", flat=True))
+    return qs.filter(pk__in=ids) if ids else None
 
 
 def runs_with_text(qs: QuerySet[Run], tokens: list[str]) -> QuerySet[Run]:
@@ -56,20 +59,30 @@ def runs_with_text(qs: QuerySet[Run], tokens: list[str]) -> QuerySet[Run]:
     return qs.filter(Exists(Step.objects.filter(run_id=OuterRef("pk"), search__tsmatch=tsquery_literal(tokens))))
 
 
+# The first matching step of each run: a LATERAL per run walks that run's
+# steps in index order (the unique (run, index) index) and stops at the first
+# hit, so a 100,000-step run costs no more than its first match; a DISTINCT ON
+# over all matches sorted 90,000 rows for a page holding one such run.
+_FIRST_HITS_SQL = """
+SELECT s.id FROM unnest(%s::bigint[]) AS r(id)
+CROSS JOIN LATERAL (
+    SELECT id FROM tracing_step WHERE run_id = r.id AND search @@ %s::tsquery ORDER BY index LIMIT 1
+) s
+"""
+
+
 def first_hits(run_ids: list[int], tokens: list[str]) -> dict[int, StepHit]:
     """The first matching step of each run, one query for the page."""
     if not run_ids or not tokens:
         return {}
-    steps = (Step.objects.filter(run_id__in=run_ids, search__tsmatch=tsquery_literal(tokens))
-             .order_by("run_id", "index").distinct("run_id").only("run_id", "index", "kind", "text", "tool", "args"))
+    steps = Step.objects.filter(id__in=RawSQL(_FIRST_HITS_SQL, [run_ids, tsquery_literal(tokens)])).only(
+        "run_id", "index", "kind", "text", "tool", "args")
     hits = {}
     for step in steps:
         parts = (snippet(step.text, tokens) or snippet(step.args_display, tokens) or snippet(step.tool, tokens)
                  or ("", "", (step.text or step.args_display)[:2 * 70]))
         hits[step.run_id] = StepHit(step.index, step.kind, *parts)
     return hits
-
-
 
 
 @dataclass

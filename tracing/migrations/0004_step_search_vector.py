@@ -1,6 +1,6 @@
 import django.contrib.postgres.indexes
 import django.contrib.postgres.search
-from django.db import migrations
+from django.db import migrations, models
 
 
 def backfill(apps, schema_editor):
@@ -27,5 +27,9 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='step',
             index=django.contrib.postgres.indexes.GinIndex(fields=['search'], name='step_search_gin'),
+        ),
+        migrations.AddIndex(
+            model_name='externalrun',
+            index=models.Index(fields=['external_id'], name='external_run_external_id_idx'),
         ),
     ]
