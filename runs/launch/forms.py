@@ -92,6 +92,19 @@ class NewRunForm(forms.Form):
 LEGACY_STATUSES = {"succeeded": "correct", "failed": "wrong"}
 
 
+def _key_value(value: str) -> None:
+    if value and "=" not in value:
+        raise forms.ValidationError("Write a metadata filter as key=value.")
+
+
+def label_filter_fields() -> tuple[forms.Field, forms.Field, forms.Field]:
+    """The tag, metadata (key=value) and session filters, as the run list and the dashboard take them."""
+    return (forms.CharField(required=False, max_length=MAX_TAG_CHARS),
+            forms.CharField(required=False, max_length=MAX_METADATA_KEY_CHARS + MAX_METADATA_VALUE_CHARS + 1,
+                            validators=[_key_value], help_text="key=value"),
+            forms.CharField(required=False, max_length=MAX_SESSION_CHARS))
+
+
 class RunFilterForm(forms.Form):
     # The search box (runs.search): an id, or any text of the run's steps.
     q = forms.CharField(required=False, max_length=500, strip=True)
@@ -118,10 +131,7 @@ class RunFilterForm(forms.Form):
     forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    tag = forms.CharField(required=False, max_length=MAX_TAG_CHARS)
-    meta = forms.CharField(required=False, max_length=MAX_METADATA_KEY_CHARS + MAX_METADATA_VALUE_CHARS + 1,
-                           help_text="key=value")
-    session = forms.CharField(required=False, max_length=MAX_SESSION_CHARS)
+    tag, meta, session = label_filter_fields()
     before = forms.CharField(required=False, max_length=80)
     sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
                              required=False)
@@ -132,12 +142,6 @@ class RunFilterForm(forms.Form):
             data["outcome"] = data.get("outcome") or LEGACY_STATUSES[data["status"]]
             data["status"] = Run.Status.FINISHED
         super().__init__(data, *args, **kwargs)
-
-    def clean_meta(self) -> str:
-        meta = self.cleaned_data["meta"]
-        if meta and "=" not in meta:
-            raise forms.ValidationError("Write a metadata filter as key=value.")
-        return meta
 
     def filters(self) -> RunFilters:
         return RunFilters.of(self.cleaned_data)
