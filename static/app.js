@@ -17,3 +17,11 @@ document.addEventListener("DOMContentLoaded", () => {
   const step = document.getElementById(`step-${wrap.dataset.anchorBreak}`);
   if (step) step.scrollIntoView({block: "center"});
 });
+// A form answered 400 comes back with its errors in place: swap it in (htmx
+// drops 4xx bodies by default) where the target says it holds such a form.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  if (event.detail.xhr.status === 400 && event.detail.target.closest("[data-swap-form-errors]")) {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  }
+});
