@@ -8,7 +8,16 @@ from runs.launch.models import Run, Task
 from runs.launch.selectors import POLICY_OFF, RunFilters
 from runs.policies.models import Policy
 from tracing.anchoring import PATTERNS
-from tracing.labels import MAX_METADATA_KEY_CHARS, MAX_METADATA_VALUE_CHARS, MAX_SESSION_CHARS, MAX_TAG_CHARS
+from tracing.labels import (
+    MAX_METADATA_KEY_CHARS,
+    MAX_METADATA_VALUE_CHARS,
+    MAX_SESSION_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    LabelError,
+    clean_labels,
+    parse_tag_text,
+)
 
 MODEL_CHOICES = [
     ("sim", "sim — simulated model (test double)"),
@@ -36,6 +45,9 @@ class NewRunForm(forms.Form):
     max_tokens = forms.IntegerField(min_value=100, max_value=1_000_000, initial=20_000)
     reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text="1–50 runs of the same prompt.")
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+    tags = forms.CharField(required=False, max_length=10_000, help_text=f"comma-separated; at most {MAX_TAGS}")
+    session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label="session",
+                                 help_text="runs sharing it are listed together")
     policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="off — no watchdog",
                                     help_text="Watchdog policy (latest version of each).")
     # Fault injection: share of tool calls that fail this way (0–1 each).
@@ -76,6 +88,11 @@ class NewRunForm(forms.Form):
             FaultRates.from_dict(self.faults())
         except FaultError as exc:
             self.add_error(None, str(exc))
+        try:
+            data["labels"] = clean_labels(tags=parse_tag_text(data.get("tags") or ""),
+                                          session_id=data.get("session_id"))
+        except LabelError as exc:
+            self.add_error("session_id" if str(exc).startswith("session") else "tags", str(exc))
         return data
 
     def faults(self) -> dict:

@@ -197,6 +197,7 @@ def _spec(form: NewRunForm) -> services.RunSpec:
         seed=data["seed"],
         settings={**({"sim": form.sim_settings()} if provider == "sim" else {}), "faults": form.faults()},
         policy=data["policy"],
+        labels=data["labels"],
     )
 
 

@@ -153,3 +153,20 @@ def test_runagent_refuses_too_many_tags(task):
     with pytest.raises(CommandError, match="at most"):
         call_command(*args, stdout=io.StringIO())
     assert not Run.objects.exists()
+
+
+def test_the_new_run_form_tags_the_runs_it_starts(auth_client, task, monkeypatch):
+    monkeypatch.setattr("runs.launch.tasks.execute_run.apply_async", lambda *a, **k: None)
+    data = {"task": task.slug, "provider": "sim", "mode": "tools", "temperature": 0.7, "max_steps": 10,
+            "max_tokens": 20000, "reruns": 2, "tags": f"exp-a, {ODD}", "session_id": "s-1"}
+    assert auth_client.post(reverse("runs:new"), data).status_code == 302
+    assert [(r.tags, r.session_id) for r in Run.objects.all()] == [(["exp-a", ODD], "s-1")] * 2
+
+
+def test_the_new_run_form_refuses_too_many_tags(auth_client, task):
+    data = {"task": task.slug, "provider": "sim", "mode": "tools", "temperature": 0.7, "max_steps": 10,
+            "max_tokens": 20000, "reruns": 1, "tags": ",".join(f"t{i}" for i in range(1000))}
+    response = auth_client.post(reverse("runs:new"), data)
+    assert response.status_code == 400
+    assert "1000 tags, at most 64 allowed" in response.content.decode()
+    assert not Run.objects.exists()
