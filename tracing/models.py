@@ -22,6 +22,13 @@ def get_run_model() -> type[models.Model]:
     return apps.get_model(RUN_MODEL)
 
 
+class StepManager(models.Manager):
+    def get_queryset(self) -> models.QuerySet:
+        # The search column serves the index only: no page reads it back, and
+        # a 300-step page would otherwise fetch every step's tsvector too.
+        return super().get_queryset().defer("search")
+
+
 class Step(models.Model):
     """One Thought, Action, Observation, Final, Intervention or Error of a run.
 
@@ -64,6 +71,8 @@ class Step(models.Model):
     # tokens as a tsvector, written with the step by every writer. Null for
     # rows written before the column, until `manage.py indexsteps` fills them.
     search = SearchVectorField(null=True, blank=True, editable=False)
+
+    objects = StepManager()
 
     class Meta:
         ordering = ["run", "index"]
