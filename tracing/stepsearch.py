@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tracing.normalize import search_tokens
+from tracing.normalize import search_token_set, search_tokens
 
 # Characters of each field read for the index: a 1 MB observation is indexed
 # by its first 100,000 characters (its full text is still stored and shown).
@@ -41,7 +41,7 @@ def _args_text(args: Any) -> str:
 def step_document(text: str | None, tool: str | None = None, args: Any = None) -> str:
     """The step's tsvector literal (may be empty): text, tool name and arguments."""
     parts = [(text or "")[:MAX_INDEXED_CHARS], tool or "", _args_text(args)[:MAX_INDEXED_CHARS]]
-    toks = dict.fromkeys(t for part in parts if part for t in search_tokens(part))
+    toks = dict.fromkeys(t for part in parts if part for t in search_token_set(part))
     if len(toks) > MAX_INDEXED_TOKENS:
         return " ".join(list(toks)[:MAX_INDEXED_TOKENS])
     return " ".join(toks)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
+from tests.tracing.helpers import EVAL_DIR
+from tracing.normalize import search_token_set, search_tokens
+from tracing.steps import read_jsonl
 from tracing.stepsearch import (
     MAX_INDEXED_TOKENS,
     MAX_QUERY_TOKENS,
@@ -60,3 +65,24 @@ def test_the_snippet_is_cut_around_the_first_hit_and_keeps_the_case():
 def test_no_snippet_when_the_word_is_not_literally_there():
     assert snippet("ＲＥＰＯＲＴ", ["report"]) is None
     assert snippet("", ["report"]) is None
+
+
+@pytest.mark.parametrize("text", [
+    "The annual report, the Annual REPORT and the report again: 3.2bn in 2023.",
+    "北京的人口是多少？北京人口约两千万。Beijing population 21.9m; 北京 again.",
+    "ＡＢＣ full-width ２０２３ and snake_case_words, don't stop; the of and.",
+    "İstanbul straße ǅemal Ωmega — mixed scripts 東京タワー 서울",
+    "",
+])
+def test_the_index_tokens_are_the_search_tokens_once_each(text):
+    assert search_token_set(text) == list(dict.fromkeys(search_tokens(text)))
+
+
+def test_the_index_tokens_match_the_search_tokens_on_real_trajectories():
+    path = EVAL_DIR / "react_exemplars" / "runs.jsonl"
+    if not path.exists():
+        pytest.skip("shared/eval not available")
+    texts = [s.text for t in read_jsonl(path) for s in t.steps if s.text]
+    assert len(texts) > 100
+    for text in texts:
+        assert search_token_set(text) == list(dict.fromkeys(search_tokens(text)))
