@@ -108,8 +108,8 @@ def bench_search() -> None:
     from django.test import Client
 
     from runs.launch.models import Run
-    from runs.search.selectors import first_hits, query_tokens, runs_with_text
-    from tracing.models import Step
+    from runs.search.selectors import _FIRST_HITS_SQL, first_hits, query_tokens, runs_with_text
+    from tracing.stepsearch import tsquery_literal
 
     client = Client()
     client.force_login(User.objects.get(username="bench"))
@@ -129,7 +129,6 @@ def bench_search() -> None:
 
         p50, p95, hits = _time(page)
         with connection.cursor() as cur:
-            from tracing.stepsearch import tsquery_literal
             cur.execute("SELECT count(*) FROM tracing_step WHERE search @@ %s::tsquery", [tsquery_literal(toks)])
             total = cur.fetchone()[0]
         _, page95, _ = _time(lambda q=q: client.get("/runs/", {"q": q}))
@@ -142,11 +141,8 @@ def bench_search() -> None:
             cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
             print(f"\nEXPLAIN ANALYZE, run page of {q!r}:\n" + "\n".join(r[0] for r in cur.fetchall()))
         ids = [r.pk for r in qs]
-        hits_qs = (Step.objects.filter(run_id__in=ids, search__tsmatch=tsquery_literal(toks))
-                   .order_by("run_id", "index").distinct("run_id").only("run_id", "index", "kind", "text", "tool", "args"))
-        sql, params = hits_qs.query.sql_with_params()
         with connection.cursor() as cur:
-            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + _FIRST_HITS_SQL, [ids, tsquery_literal(toks)])
             print(f"\nEXPLAIN ANALYZE, first matching step of each run on the page ({q!r}):\n"
                   + "\n".join(r[0] for r in cur.fetchall()))
 
