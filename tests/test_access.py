@@ -71,6 +71,11 @@ CASES = [
     Case("runs:stop", ("run",), method="post", headers=hx("run-header")),
     Case("runs:stop", ("run",), method="post", owner=302, label="no-js"),
     Case("runs:export", ("run",)),
+    Case("runs:labels", ("run",), headers=hx("run-labels")),
+    Case("runs:labels", ("run",), query={"edit": 1}, headers=hx("run-labels"), label="form"),
+    Case("runs:labels", ("run",), method="post", data={"tags": "a, b"}, headers=hx("run-labels"), label="save"),
+    Case("runs:labels", ("run",), method="post", data={"tags": "a"}, owner=302, label="no-js"),
+    Case("runs:session", query={"id": "s-1"}),
     Case("local_model_status", headers=hx("local-model-status")),
     # compare
     Case("compare:page", query={"runs": lambda w: f"{w.run.pk},{w.other_run.pk}"}),
@@ -118,6 +123,8 @@ CASES = [
          other=404),
     Case("tracing:api_run_finish", ("api_run",), method="post", data={"status": "succeeded"}, kind="api",
          run_scoped=False, other=404),
+    Case("tracing:api_run_labels", ("api_run",), method="patch", data={"add_tags": ["x"]}, kind="api",
+         run_scoped=False, other=404),
 ]
 
 
@@ -141,7 +148,7 @@ class World:
     """What the owner owns: runs with steps and an interruption, a group, a what-if, a policy, tokens."""
 
     def __init__(self, make_run, owner, other) -> None:
-        self.run = make_run(steps=6, owner=owner, status="stopped")
+        self.run = make_run(steps=6, owner=owner, status="stopped", session_id="s-1")
         record_step(self.run.pk, StepRecord(index=6, kind="intervention", text="Change approach.",
                                             meta={"detector": "repetition", "tier": "hint", "evidence": {}}))
         review_items_sync(self.run.pk)
