@@ -4,6 +4,7 @@ from django.urls import path
 
 from runs.calls import views as calls
 from runs.imports.views import run_import, run_import_sample
+from runs.labels.views import run_labels, session_detail
 from runs.launch import views
 
 app_name = "runs"
@@ -23,4 +24,6 @@ urlpatterns = [
     path("<int:run_id>/calls/<int:step_index>/", calls.call_detail, name="call"),
     path("<int:run_id>/calls/<int:step_index>.json", calls.call_json, name="call_json"),
     path("<int:run_id>/calls/<int:step_index>/replay/", calls.call_replay_view, name="call_replay"),
+    path("<int:run_id>/labels/", run_labels, name="labels"),
+    path("session/", session_detail, name="session"),
 ]

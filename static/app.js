@@ -65,3 +65,11 @@ document.addEventListener("click", (event) => {
 document.addEventListener("change", (event) => {
   if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();
 });
+// A form answered 400 comes back with its errors in place: swap it in (htmx
+// drops 4xx bodies by default) where the target says it holds such a form.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  if (event.detail.xhr.status === 400 && event.detail.target.closest("[data-swap-form-errors]")) {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  }
+});

@@ -104,6 +104,12 @@ CASES = [
     # A form error: the access checks come first, and no model is called.
     Case("runs:call_replay", ("run", "zero"), method="post", data={"provider": "openai", "content_0": "x"},
          headers=hx(), ok=400, need="reviewer", label="bad"),
+    Case("runs:labels", ("run",), headers=hx("run-labels")),
+    Case("runs:labels", ("run",), query={"edit": 1}, headers=hx("run-labels"), need="reviewer", label="form"),
+    Case("runs:labels", ("run",), method="post", data={"tags": "a, b"}, headers=hx("run-labels"), need="reviewer",
+         label="save"),
+    Case("runs:labels", ("run",), method="post", data={"tags": "a"}, ok=302, need="reviewer", label="no-js"),
+    Case("runs:session", query={"id": "s-1"}, outsider=OWN),
     Case("local_model_status", headers=hx("local-model-status"), outsider=OWN),
     # compare
     Case("compare:page", query={"runs": lambda w: f"{w.run.pk},{w.other_run.pk}"}, outsider=400),
@@ -188,6 +194,7 @@ CASES = [
     Case("tracing:api_run", ("api_run",), kind="api"),
     Case("tracing:api_run_steps", ("api_run",), method="post", data={"steps": []}, kind="api"),
     Case("tracing:api_run_finish", ("api_run",), method="post", data={"status": "succeeded"}, kind="api"),
+    Case("tracing:api_run_labels", ("api_run",), method="patch", data={"add_tags": ["x"]}, kind="api"),
 ]
 
 
@@ -225,7 +232,7 @@ class World:
         self.actors["outsider"] = users.create_user("olga")
         Membership.objects.create(user=self.actors["outsider"], project=other, role=Role.ADMIN)
 
-        self.run = make_run(steps=6, owner=alice, status="stopped")
+        self.run = make_run(steps=6, owner=alice, status="stopped", session_id="s-1")
         record_step(self.run.pk, StepRecord(index=6, kind="intervention", text="Change approach.",
                                             meta={"detector": "repetition", "tier": "hint", "evidence": {}}))
         review_items_sync(self.run.pk)

@@ -15,6 +15,7 @@ urlpatterns = [
     path("api/runs/<int:run_id>", api_views.run_show, name="api_run"),
     path("api/runs/<int:run_id>/steps", api_views.run_steps, name="api_run_steps"),
     path("api/runs/<int:run_id>/finish", api_views.run_finish, name="api_run_finish"),
+    path("api/runs/<int:run_id>/labels", api_views.run_labels, name="api_run_labels"),
     path("settings/tokens/", api_views.token_list, name="tokens"),
     path("settings/tokens/<int:token_id>/revoke/", api_views.token_revoke_view, name="token_revoke"),
 ]

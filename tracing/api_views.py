@@ -13,7 +13,7 @@ from functools import wraps
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
@@ -26,6 +26,7 @@ from tracing.ingest.jsonapi import ApiError, load_json, parse_finish, parse_runs
 from tracing.ingest.openapi import openapi_spec
 from tracing.ingest.otlp import OtlpError, decode_json, decode_protobuf
 from tracing.ingest.writes import token_create, token_revoke, token_user
+from tracing.labels import LabelError, Labels, apply_patch
 from tracing.models import ApiToken, get_run_model
 
 # The OTLP default exporters send up to 512 spans a batch; 20 MiB leaves room
@@ -121,6 +122,7 @@ def _run_summary(run) -> dict:
         "first_anchor_break": getattr(run, "first_anchor_break", None),
         "anchor_pattern": (getattr(run, "anchor_evidence", None) or {}).get("pattern"),
         "anchor_findings": getattr(run, "anchor_findings", None) or [], "settings": run.settings,
+        "tags": run.tags, "metadata": run.metadata, "session_id": run.session_id,
         "url": run.get_absolute_url(),
     }
 
@@ -161,6 +163,27 @@ def run_steps(request: HttpRequest, token: ApiToken, run_id: int) -> HttpRespons
 def run_finish(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
     finish = parse_finish(_json_request(request))
     run = services.run_finish_api(owner=token.user, project_id=token.project_id, run_id=run_id, finish=finish)
+    return JsonResponse(_run_summary(run))
+
+
+@require_http_methods(["PATCH"])
+@api_endpoint
+def run_labels(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
+    """Tags, metadata and session of a run (tracing.labels.apply_patch): the
+    run row is locked so two patches adding tags cannot lose one."""
+    body = _json_request(request)
+    with transaction.atomic():
+        # A write, as the steps API's: a run of the token's project and its member.
+        run = get_run_model().objects.select_for_update().filter(
+            pk=run_id, project_id=token.project_id, owner=token.user_id).first()
+        if run is None:
+            raise ApiError(f"run {run_id} not found", 404)
+        try:
+            labels = apply_patch(Labels(tags=run.tags, metadata=run.metadata, session_id=run.session_id), body)
+        except LabelError as exc:
+            raise ApiError(str(exc)) from exc
+        run.tags, run.metadata, run.session_id = labels.tags, labels.metadata, labels.session_id
+        run.save(update_fields=["tags", "metadata", "session_id"])
     return JsonResponse(_run_summary(run))
 
 

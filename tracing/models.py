@@ -5,7 +5,10 @@ import json
 from django.apps import apps
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.models import Lookup
 
 from agentlab.projects.models import Project
 from tracing.steps import ROLES, is_reply
@@ -19,6 +22,13 @@ RUN_MODEL = getattr(settings, "TRACING_RUN_MODEL", "runs.Run")
 
 def get_run_model() -> type[models.Model]:
     return apps.get_model(RUN_MODEL)
+
+
+class StepManager(models.Manager):
+    def get_queryset(self) -> models.QuerySet:
+        # The search column serves the index only: no page reads it back, and
+        # a 300-step page would otherwise fetch every step's tsvector too.
+        return super().get_queryset().defer("search")
 
 
 class Step(models.Model):
@@ -59,10 +69,20 @@ class Step(models.Model):
     completion_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
+    # What the run list's search finds the step by (tracing.stepsearch): its
+    # tokens as a tsvector, written with the step by every writer. Null for
+    # rows written before the column, until `manage.py indexsteps` fills them.
+    search = SearchVectorField(null=True, blank=True, editable=False)
+
+    objects = StepManager()
 
     class Meta:
         ordering = ["run", "index"]
         constraints = [models.UniqueConstraint(fields=["run", "index"], name="step_run_index_uniq")]
+        indexes = [
+            # The run list's text search: steps containing every query token.
+            GinIndex(fields=["search"], name="step_search_gin"),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.run_id} step {self.index} ({self.kind})"
@@ -104,6 +124,20 @@ class Step(models.Model):
         if isinstance(self.args, str):
             return self.args
         return json.dumps(self.args, ensure_ascii=False, sort_keys=True)
+
+
+@SearchVectorField.register_lookup
+class TsMatch(Lookup):
+    """`search__tsmatch="'a' & 'b'"`: the tsquery literal is cast, not parsed by
+    to_tsquery, so the query's tokens are exactly tracing.stepsearch's (the
+    `simple` parser would split CJK bigrams its own way)."""
+
+    lookup_name = "tsmatch"
+
+    def as_sql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} @@ ({rhs})::tsquery", [*lhs_params, *rhs_params]
 
 
 class ApiToken(models.Model):
@@ -161,6 +195,10 @@ class ExternalRun(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["project", "owner", "source", "external_id"], name="external_run_uniq"),
+        ]
+        indexes = [
+            # The run list's search box finds a run by its trace id / external id, whoever sent it.
+            models.Index(fields=["external_id"], name="external_run_external_id_idx"),
         ]
 
     def __str__(self) -> str:

@@ -225,6 +225,19 @@ def features(toks: list[str]) -> set[str]:
     return feats
 
 
+def search_token_set(text: str | None) -> list[str]:
+    """:func:`search_tokens` without repeats, in first-seen order. Each
+    distinct run of letters / CJK is segmented once, by the same rules, so a
+    long observation that repeats its words costs its vocabulary, not its
+    length (the run list's search index tokenises every step as it is written)."""
+    if not text:
+        return []
+    out: dict[str, None] = {}
+    for run in dict.fromkeys(_TOKEN_RE.findall(unicodedata.normalize("NFKC", text).lower())):
+        out.update(dict.fromkeys(content_tokens(run, max_chars=sys.maxsize)))
+    return list(out)
+
+
 def search_tokens(text: str | None) -> list[str]:
     """Tokens of a search query or a document, in order, duplicates kept: the
     rules of :func:`content_tokens` over the whole text, after NFKC so

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from tracing.models import get_run_model
 from tracing.steps import Step as StepRecord
 from tracing.steps import role_of
+from tracing.stepsearch import step_document
 from tracing.summary import RunSummary
 
 # One row per run: (run id, then RunSummary.delta()).
@@ -51,9 +52,10 @@ WHERE r.id = v.id"""
 _RECORD_SQL = """
 WITH ins AS (
     INSERT INTO tracing_step
-        (run_id, index, kind, role, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at)
+        (run_id, index, kind, role, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at,
+         search)
     VALUES (%(run)s, %(index)s, %(kind)s, %(role)s, %(text)s, %(tool)s, %(args)s::jsonb, %(meta)s::jsonb, %(prompt)s,
-            %(completion)s, %(latency)s, now())
+            %(completion)s, %(latency)s, now(), %(search)s::tsvector)
     ON CONFLICT (run_id, index) DO NOTHING
     RETURNING 1
 )
@@ -136,6 +138,7 @@ def record_step(run_id: int, step: StepRecord) -> None:
             "tier": summary.tiers[0] if summary.tiers else None,
             "context_tokens": summary.context_tokens[0] if summary.context_tokens else None,
             "truncated": bool(summary.truncated_steps),
+            "search": step_document(clean_text(step.text), step.tool, step.args),
         })
 
 

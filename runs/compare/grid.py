@@ -13,7 +13,7 @@ from tracing.metrics import RunStats, summarize_tasks
 
 # Settings a comparison can be grouped by (runs of one task under different
 # models / watchdog policies / agent modes).
-GROUP_BY = ("model", "policy", "mode")
+GROUP_BY = ("model", "policy", "mode", "tags")
 
 
 @dataclass(slots=True)
@@ -105,6 +105,9 @@ def setting(run: Run, by: str) -> str:
         return str(run.policy) if run.policy else "watchdog off"
     if by == "mode":
         return run.mode
+    if by == "tags":
+        # Runs with the same set of tags side by side (A/B runs tagged "exp-a" / "exp-b").
+        return ", ".join(sorted(run.tags)) if run.tags else "no tags"
     return ""
 
 

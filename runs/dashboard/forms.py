@@ -5,6 +5,7 @@ from datetime import timedelta
 from django import forms
 
 from runs.dashboard.selectors import default_period
+from runs.launch.forms import label_filter_fields
 from runs.launch.models import Run
 from runs.launch.selectors import POLICY_OFF, RunFilters
 
@@ -20,6 +21,7 @@ class DashboardForm(forms.Form):
     model = forms.CharField(required=False, max_length=120)
     mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)
     policy = forms.CharField(required=False, max_length=80, help_text=f"a policy name, or '{POLICY_OFF}'")
+    tag, meta, session = label_filter_fields()
 
     def clean(self):
         data = super().clean()

@@ -209,3 +209,23 @@ def false_kills(qs: QuerySet[Run]) -> list[dict[str, Any]]:
     )
     return [{**r, "labelled": r["justified"] + r["wrongly"],
              "false_kill_rate": _rate(r["wrongly"], r["justified"] + r["wrongly"])} for r in rows]
+
+
+# Runs per tag: a run counts once under each of its tags (unnest), so the
+# rows do not add up to the total, as tags overlap.
+_BY_TAG_SQL = """
+SELECT tag, count(*) AS runs, count(success) AS scored, count(*) FILTER (WHERE success) AS successes,
+       avg(steps) AS mean_steps, count(*) FILTER (WHERE stopped_by = 'max_steps') AS over_max
+FROM ({inner}) AS r(tags, success, steps, stopped_by), unnest(r.tags) AS tag
+GROUP BY tag ORDER BY runs DESC, tag LIMIT %s
+"""
+
+
+def by_tag(qs: QuerySet[Run]) -> list[dict[str, Any]]:
+    """The "by tag" table: success, pass@k / pass^k and steps of the runs carrying each tag."""
+    inner, params = qs.values_list("tags", "success", "step_count", "stopped_by").query.sql_with_params()
+    with connection.cursor() as cur:
+        cur.execute(_BY_TAG_SQL.format(inner=inner), [*params, MAX_GROUPS])
+        names = [c.name for c in cur.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    return [{**_group(row, row["tag"]), "drill": row["tag"]} for row in rows]

@@ -135,7 +135,7 @@ def _over_time(f: RunFilters, data: dict) -> dict:
 
 
 CSV_TABLES = ("histogram", "detectors", "tiers", "over_time", "context", "false_kills", "by_task", "by_model",
-              "by_policy")
+              "by_policy", "by_tag")
 
 
 class _SafeWriter:
@@ -194,7 +194,8 @@ def dashboard_page(request: HttpRequest) -> HttpResponse:
         form.is_valid()
     f = form.filters()
     qs = runs_filtered(access.runs_for(request), f)
-    data = {**dashboard.aggregate(qs), **dashboard.array_figures(qs), "false_kills": dashboard.false_kills(qs)}
+    data = {**dashboard.aggregate(qs), **dashboard.array_figures(qs), "false_kills": dashboard.false_kills(qs),
+            "by_tag": dashboard.by_tag(qs)}
     dashboard.add_costs(data, dashboard.costs(qs))
     fk = data["false_kills"]
     labelled = sum(r["labelled"] for r in fk)

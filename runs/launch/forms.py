@@ -10,6 +10,16 @@ from runs.launch.models import Run, Task
 from runs.launch.selectors import POLICY_OFF, RunFilters
 from runs.policies.models import Policy
 from tracing.anchoring import PATTERNS
+from tracing.labels import (
+    MAX_METADATA_KEY_CHARS,
+    MAX_METADATA_VALUE_CHARS,
+    MAX_SESSION_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    LabelError,
+    clean_labels,
+    parse_tag_text,
+)
 
 MODEL_CHOICES = [
     ("sim", "sim — simulated model (test double)"),
@@ -41,6 +51,9 @@ class NewRunForm(forms.Form):
                                             "Simulated and local models cost nothing.")
     reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text="1–50 runs of the same prompt.")
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+    tags = forms.CharField(required=False, max_length=10_000, help_text=f"comma-separated; at most {MAX_TAGS}")
+    session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label="session",
+                                 help_text="runs sharing it are listed together")
     policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="off — no watchdog",
                                     help_text="Watchdog policy (latest version of each).")
     # Fault injection: share of tool calls that fail this way (0–1 each).
@@ -83,6 +96,11 @@ class NewRunForm(forms.Form):
             FaultRates.from_dict(self.faults())
         except FaultError as exc:
             self.add_error(None, str(exc))
+        try:
+            data["labels"] = clean_labels(tags=parse_tag_text(data.get("tags") or ""),
+                                          session_id=data.get("session_id"))
+        except LabelError as exc:
+            self.add_error("session_id" if str(exc).startswith("session") else "tags", str(exc))
         return data
 
     def faults(self) -> dict:
@@ -99,7 +117,24 @@ class NewRunForm(forms.Form):
 LEGACY_STATUSES = {"succeeded": "correct", "failed": "wrong"}
 
 
+def _key_value(value: str) -> None:
+    if value and "=" not in value:
+        raise forms.ValidationError("Write a metadata filter as key=value.")
+
+
+def label_filter_fields() -> tuple[forms.Field, forms.Field, forms.Field]:
+    """The tag, metadata (key=value) and session filters, as the run list and the dashboard take them."""
+    return (forms.CharField(required=False, max_length=MAX_TAG_CHARS),
+            forms.CharField(required=False, max_length=MAX_METADATA_KEY_CHARS + MAX_METADATA_VALUE_CHARS + 1,
+                            validators=[_key_value], help_text="key=value"),
+            forms.CharField(required=False, max_length=MAX_SESSION_CHARS))
+
+
 class RunFilterForm(forms.Form):
+    # The search box (runs.search): an id, or any text of the run's steps.
+    q = forms.CharField(required=False, max_length=500, strip=True)
+    # "text": search the steps even when q is also an id.
+    within = forms.ChoiceField(choices=[("", "ids and text"), ("text", "text only")], required=False)
     status = forms.ChoiceField(choices=[("", "any status"), *Run.Status.choices], required=False)
     task = forms.CharField(required=False, max_length=80)
     model = forms.CharField(required=False, max_length=120)
@@ -124,6 +159,7 @@ class RunFilterForm(forms.Form):
     evaluation = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
     strategy = forms.CharField(required=False, max_length=20, widget=forms.HiddenInput)
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    tag, meta, session = label_filter_fields()
     before = forms.CharField(required=False, max_length=80)
     sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
                              required=False)

@@ -186,6 +186,11 @@ class Run(models.Model):
     # The id of an imported run in its source file: (owner, source, this) is
     # unique, so importing the same file again finds the runs it made.
     source_run_id = models.CharField(max_length=200, blank=True, default="", db_default="")
+    # Free tags, key/value metadata and the session the run belongs to
+    # (tracing.labels holds the limits; every way in validates with it).
+    tags = ArrayField(models.CharField(max_length=64), default=list, db_default=[], blank=True)
+    metadata = models.JSONField(default=dict, db_default={}, blank=True)
+    session_id = models.CharField(max_length=200, blank=True, default="", db_default="")
     # No policy: the watchdog is off (signals are still computed and shown).
     policy = models.ForeignKey(Policy, on_delete=models.PROTECT, null=True, blank=True, related_name="runs")
 
@@ -257,6 +262,13 @@ class Run(models.Model):
             # The list's "lost its anchor: <pattern>" filter, newest first.
             models.Index(KeyTextTransform("pattern", "anchor_evidence"), F("created_at").desc(), F("id").desc(),
                          name="run_anchor_pattern_idx", condition=Q(first_anchor_break__isnull=False)),
+            # Filters on a tag / a metadata key=value: containment, served by GIN.
+            GinIndex(fields=["tags"], name="run_tags_gin"),
+            GinIndex(fields=["metadata"], name="run_metadata_gin", opclasses=["jsonb_path_ops"]),
+            # The search box's "run named X" lookup by an imported run's id.
+            models.Index(fields=["source_run_id"], name="run_source_run_id_idx", condition=~Q(source_run_id="")),
+            # A session's runs, oldest first (the session page).
+            models.Index(fields=["session_id", "created_at", "id"], name="run_session_idx", condition=~Q(session_id="")),
             # Workers and the live views look only at unfinished runs.
             models.Index(fields=["status"], name="run_live_idx", condition=Q(status__in=["queued", "running"])),
         ]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 
 from runs.launch.models import Run
@@ -47,6 +48,9 @@ class RunFilters:
     forks: str = ""  # "no": runs as launched only | "only": forks only (counterfactual continuations)
     evaluation: int | None = None  # runs of this evaluation (runs.evaluations)
     strategy: str = ""  # of those, the runs of this strategy
+    tag: str = ""  # runs carrying this tag
+    meta: str = ""  # "key=value": runs whose metadata has it
+    session: str = ""  # a session id
     # Leave out queued and running runs: figures are about runs with an outcome.
     finished: bool = False
 
@@ -63,6 +67,21 @@ class RunFilters:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in {**data, **extra}.items() if k in known and v is not None}
         return cls(**values)
+
+
+def metadata_matches(pair: str) -> Q:
+    """`key=value` as containment: the value as typed (metadata from a form is
+    text), or as the JSON number / boolean it spells (from the API or OTLP)."""
+    key, _, value = pair.partition("=")
+    key = key.strip()
+    cond = Q(metadata__contains={key: value.strip()})
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return cond
+    if isinstance(parsed, (bool, int, float)) or parsed is None:
+        cond |= Q(metadata__contains={key: parsed})
+    return cond
 
 
 def runs_filtered(qs: QuerySet[Run], f: RunFilters) -> QuerySet[Run]:
@@ -96,6 +115,12 @@ def runs_filtered(qs: QuerySet[Run], f: RunFilters) -> QuerySet[Run]:
         qs = qs.filter(evaluation_entry__evaluation_id=f.evaluation)
     if f.strategy:
         qs = qs.filter(evaluation_entry__strategy=f.strategy)
+    if f.tag:
+        qs = qs.filter(tags__contains=[f.tag])  # run_tags_gin
+    if f.meta:
+        qs = qs.filter(metadata_matches(f.meta))  # run_metadata_gin (jsonb_path_ops, @>)
+    if f.session:
+        qs = qs.filter(session_id=f.session)
     if f.finished:
         qs = qs.exclude(status__in=Run.LIVE_STATUSES)
     return qs

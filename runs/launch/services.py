@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import partial
 
@@ -24,6 +24,7 @@ from runs.launch.selectors import run_history
 from runs.launch.tasks import execute_run
 from runs.policies.models import Policy
 from runs.queue import enqueue
+from tracing.labels import Labels
 from tracing.recorder import Recorder
 from tracing.signals import send_run_ended
 from tracing.steps import Step as StepRecord
@@ -51,6 +52,8 @@ class RunSpec:
     settings: dict | None = None
     policy: Policy | None = None
     max_cost: Decimal | None = None
+    # Checked by tracing.labels.clean_labels before the spec is built.
+    labels: Labels = field(default_factory=Labels)
 
 
 class ForkError(ValueError):
@@ -109,6 +112,9 @@ def _new_run(*, owner, project, spec: RunSpec, group: RerunGroup | None = None, 
         settings=spec.settings or {},
         policy=spec.policy,
         celery_id=str(uuid.uuid4()),
+        tags=list(spec.labels.tags),
+        metadata=dict(spec.labels.metadata),
+        session_id=spec.labels.session_id,
     )
 
 

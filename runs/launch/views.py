@@ -25,6 +25,7 @@ from runs.paging import keyset_page
 from runs.policies.models import Policy
 from runs.pricing.prices import PriceTable
 from runs.queue import QueueUnavailable
+from runs.search.selectors import RunSearch, search_runs
 from tracing.models import ModelCall, Step
 from tracing.timeline import run_calls, span_rows
 from tracing.waterfall import MAX_BARS, chart, span_tree
@@ -45,7 +46,7 @@ LIVE_ROWS_EVERY = "2s"
 # Sortable columns of the run list: URL name -> model field. Every sort is a
 # keyset on (field, id), each backed by an index (see Run.Meta).
 SORT_FIELDS = {"created": "created_at", "steps": "step_count", "tokens": "tokens_total"}
-LIST_DEFERRED = ("context", "anchor_evidence", "anchor_findings", "context_steps", "context_tokens", "truncated_steps")
+LIST_DEFERRED = ("context", "metadata", "anchor_evidence", "anchor_findings", "context_steps", "context_tokens", "truncated_steps")
 
 
 def _parse_cursor(raw: str, field: str) -> tuple[datetime | int, int] | None:
@@ -87,7 +88,9 @@ def run_list(request: HttpRequest) -> HttpResponse:
     # The list shows none of the run's large JSON columns (a context alone can be tens of KB).
     qs = access.runs_for(request).select_related("task", "policy").defer(*LIST_DEFERRED)
     field = "created_at"
+    search = RunSearch()
     if form.is_valid():
+        qs, search = search_runs(qs, form.cleaned_data["q"], text_only=form.cleaned_data["within"] == "text")
         qs, field = _sorted_page(runs_filtered(qs, form.filters()), form, sort)
     else:
         qs = qs.none()
@@ -95,8 +98,10 @@ def run_list(request: HttpRequest) -> HttpResponse:
     prices = PriceTable.load()  # one read for the page, not one per row
     for run in runs:
         run.price = prices.price_for(run.provider, run.model_name)
+    search.attach_hits(runs)
     context = {
         "form": form,
+        "search": search,
         "runs": runs,
         "next_query": next_query,
         "more_id": MORE_ROWS_ID,
@@ -163,7 +168,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     steps = trajectory(run, lo=run.fork_from or 0, limit=max(STEPS_PER_PAGE, upto))
     return render(request, "launch/detail.html",
                   {**_timeline_context(run, steps), "inherited": inherited, "pressure": _pressure(run),
-                   "can_stop": access.can_stop(request, run)})
+                   "can_stop": access.can_stop(request, run), "can_label": access.is_reviewer(request)})
 
 
 @login_required
@@ -239,7 +244,8 @@ def run_steps(request: HttpRequest, run_id: int) -> HttpResponse:
     except ValueError:
         return HttpResponse("after must be an integer step index", status=400, content_type="text/plain; charset=utf-8")
     steps = steps_after(run, after, STEPS_PER_PAGE)
-    context = {**_timeline_context(run, steps), "can_stop": access.can_stop(request, run)}
+    context = {**_timeline_context(run, steps), "can_stop": access.can_stop(request, run),
+               "can_label": access.is_reviewer(request)}
     if not steps:
         context["cursor"] = after
     response = render(request, "launch/_steps_poll.html", context)
@@ -268,6 +274,7 @@ def _spec(form: NewRunForm) -> services.RunSpec:
         seed=data["seed"],
         settings={**({"sim": form.sim_settings()} if provider == "sim" else {}), "faults": form.faults()},
         policy=data["policy"],
+        labels=data["labels"],
     )
 
 
@@ -311,7 +318,8 @@ def run_stop(request: HttpRequest, run_id: int) -> HttpResponse:
     access.require_stop(request, run)
     run = services.run_stop(run=run)
     if request.htmx:
-        return render(request, "launch/_run_header.html", {"run": run, "can_stop": True})
+        return render(request, "launch/_run_header.html", {"run": run, "can_stop": True,
+                                                           "can_label": access.is_reviewer(request)})
     return redirect(run)
 
 

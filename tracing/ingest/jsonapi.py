@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracing import untrusted_json
+from tracing.labels import LabelError, Labels, clean_labels
 from tracing.steps import KINDS, MAX_TOOL_CHARS, ROLES, Step, TrajectoryError, parse_context
 
 # Postgres `integer` columns (index, tokens).
@@ -40,7 +41,7 @@ STEP_FIELDS = frozenset(
 )
 RUN_FIELDS = frozenset(
     {"prompt", "model", "agent", "external_id", "conversation_id", "metadata", "context", "steps", "finish",
-     "analyse"}
+     "analyse", "tags", "session_id"}
 )
 FINISH_FIELDS = frozenset({"status", "final_answer", "reason", "success"})
 
@@ -241,6 +242,8 @@ class RunRequest:
     external_id: str = ""
     conversation_id: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Tags, flat metadata and the session, checked against tracing.labels' limits.
+    labels: Labels = field(default_factory=Labels)
     context: dict[str, Any] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
     finish: Finish | None = None
@@ -269,13 +272,21 @@ def parse_run(raw: Any, where: str = "body") -> RunRequest:
     analyse = obj.get("analyse", True)
     if not isinstance(analyse, bool):
         raise ApiError(f"{where}.analyse must be true or false")
+    conversation_id = _str(obj.get("conversation_id"), f"{where}.conversation_id", max_chars=200)
+    try:
+        # A conversation is a session: runs of one dialogue are listed together.
+        labels = clean_labels(tags=obj.get("tags"), metadata=metadata,
+                              session_id=obj.get("session_id") or conversation_id)
+    except LabelError as exc:
+        raise ApiError(f"{where}.{exc}") from exc
     return RunRequest(
         prompt=_str(obj.get("prompt"), f"{where}.prompt"),
         model=_str(obj.get("model"), f"{where}.model", max_chars=120),
         agent=_str(obj.get("agent"), f"{where}.agent", max_chars=200),
         external_id=_str(obj.get("external_id"), f"{where}.external_id", max_chars=200),
-        conversation_id=_str(obj.get("conversation_id"), f"{where}.conversation_id", max_chars=200),
+        conversation_id=conversation_id,
         metadata=metadata,
+        labels=labels,
         context=parse_run_context(obj.get("context"), f"{where}.context"),
         steps=parse_steps(obj["steps"], f"{where}.steps") if obj.get("steps") is not None else [],
         finish=parse_finish(obj["finish"], f"{where}.finish") if obj.get("finish") is not None else None,

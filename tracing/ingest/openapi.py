@@ -12,6 +12,15 @@ from tracing.ingest.jsonapi import (
     MAX_STEPS_PER_REQUEST,
     MAX_TOOL_CHARS,
 )
+from tracing.labels import (
+    MAX_METADATA_BYTES,
+    MAX_METADATA_KEY_CHARS,
+    MAX_METADATA_KEYS,
+    MAX_METADATA_VALUE_CHARS,
+    MAX_SESSION_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+)
 from tracing.steps import CONTEXT_KEYS, KINDS, ROLES
 
 _ERROR = {"description": "the problem, named", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -92,8 +101,11 @@ def _inputs() -> dict[str, Any]:
             "model": {"type": "string"},
             "agent": {"type": "string"},
             "external_id": {"type": "string", "description": "makes creation idempotent for this user"},
-            "conversation_id": {"type": "string"},
-            "metadata": {"type": "object"},
+            "conversation_id": {"type": "string", "description": "the session, unless session_id is given"},
+            "metadata": {"type": "object", "description": _METADATA_DOC},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": MAX_TAG_CHARS}, "maxItems": MAX_TAGS},
+            "session_id": {"type": "string", "maxLength": MAX_SESSION_CHARS,
+                           "description": "runs sharing it are listed together on /runs/sessions/ID/"},
             "context": {"$ref": "#/components/schemas/Context"},
             "steps": {"type": "array", "items": {"$ref": "#/components/schemas/Step"}},
             "finish": {"$ref": "#/components/schemas/Finish"},
@@ -101,7 +113,23 @@ def _inputs() -> dict[str, Any]:
                         "description": "compute signals and the anchor break when the run is finished here"},
         },
     }
-    return {"Step": step, "Finish": finish, "Context": context, "RunIn": run_in}
+    labels_in = {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}, "description": "replaces the tags"},
+            "add_tags": {"type": "array", "items": {"type": "string"}},
+            "remove_tags": {"type": "array", "items": {"type": "string"}},
+            "metadata": {"type": "object", "description": "merged (JSON merge patch: null removes a key). "
+                         + _METADATA_DOC},
+            "session_id": {"type": "string", "maxLength": MAX_SESSION_CHARS},
+        },
+    }
+    return {"Step": step, "Finish": finish, "Context": context, "RunIn": run_in, "LabelsIn": labels_in}
+
+
+_METADATA_DOC = (f"flat key/value pairs: at most {MAX_METADATA_KEYS} keys of {MAX_METADATA_KEY_CHARS} characters, "
+                 f"values of {MAX_METADATA_VALUE_CHARS} characters (objects and arrays kept as JSON text), "
+                 f"{MAX_METADATA_BYTES} bytes in all")
 
 
 def _schemas() -> dict[str, Any]:
@@ -136,6 +164,8 @@ def _schemas() -> dict[str, Any]:
             "anchor_findings": {"type": "array", "items": {"type": "object"},
                                 "description": "worth a look, not breaks: {step, pattern, reason}"},
             "settings": {"type": "object"},
+            "tags": {"type": "array", "items": {"type": "string"}}, "metadata": {"type": "object"},
+            "session_id": {"type": "string"},
             "url": {"type": "string"}}},
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
     }
@@ -160,6 +190,11 @@ def _paths() -> dict[str, Any]:
         "/api/runs/{run_id}/finish": {"post": {
             "summary": "Finish a run; its signals and anchor break are computed",
             "parameters": _RUN_ID, "requestBody": _json_body("Finish"),
+            "responses": {"200": _ok("RunSummary"), **_ERRORS},
+        }},
+        "/api/runs/{run_id}/labels": {"patch": {
+            "summary": f"Set a run's tags (at most {MAX_TAGS} of {MAX_TAG_CHARS} characters), metadata and session",
+            "parameters": _RUN_ID, "requestBody": _json_body("LabelsIn"),
             "responses": {"200": _ok("RunSummary"), **_ERRORS},
         }},
         "/v1/traces": {"post": {

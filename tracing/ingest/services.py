@@ -31,6 +31,7 @@ from tracing.ingest.otlp import (
     order_key,
     produces_steps,
 )
+from tracing.ingest.otlp_labels import labels_from_attributes
 from tracing.ingest.writes import (
     Appended,
     append_steps,
@@ -109,6 +110,7 @@ def _new_api_run(owner, project_id: int, req: RunRequest, now: datetime) -> mode
         owner=owner, project_id=project_id, prompt=req.prompt, provider=Run.Provider.IMPORT, source="api",
         model_name=(req.model or UNKNOWN_MODEL)[:120], settings=req.settings, context=req.context,
         status=Run.Status.RUNNING, started_at=now, **UNKNOWN_SETTINGS, **RunSummary.of(req.steps).columns(),
+        tags=req.labels.tags, metadata=req.labels.metadata, session_id=req.labels.session_id,
     )
     if req.finish is not None:
         for name, value in _finish_fields(req.finish, now).items():
@@ -242,6 +244,7 @@ def _new_otlp_run(owner, project_id: int, trace_id: str, spans: Sequence[Span]) 
     for key in ("agent", "conversation_id", "service"):
         if getattr(info, key):
             settings[key] = getattr(info, key)
+    labels = labels_from_attributes(span.attrs for span in spans)
     Run = get_run_model()
     # Span text may hold a NUL (protobuf strings may), which Postgres text refuses.
     return Run(
@@ -249,6 +252,7 @@ def _new_otlp_run(owner, project_id: int, trace_id: str, spans: Sequence[Span]) 
         source="otlp", model_name=clean_text(info.model or UNKNOWN_MODEL)[:120], settings=settings,
         status=Run.Status.RUNNING, context={"system": info.system} if info.system else {},
         started_at=_ns_to_datetime(info.started_ns) or timezone.now(), **UNKNOWN_SETTINGS,
+        tags=labels.tags, metadata=labels.metadata, session_id=labels.session_id,
     )
 
 

@@ -27,6 +27,7 @@ from tracing.models import ApiToken, ExternalRun, IngestedSpan, Step, get_run_mo
 from tracing.recorder import add_to_summaries, clean_json, clean_text
 from tracing.steps import Step as StepRecord
 from tracing.steps import role_of
+from tracing.stepsearch import step_document
 from tracing.summary import RunSummary
 
 # Below this many rows a multi-row INSERT is cheaper than opening a COPY; a
@@ -39,7 +40,7 @@ TOKEN_PREFIX = "al_"
 # Characters of the token shown in lists (the prefix plus a few random ones).
 TOKEN_DISPLAY_CHARS = 10
 _STEP_COLUMNS = (
-    "run_id, index, kind, role, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at"
+    "run_id, index, kind, role, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at, search"
 )
 
 
@@ -89,9 +90,12 @@ def token_user(plain: str) -> ApiToken | None:
 
 def _rows(run_id: int, steps: Iterable[StepRecord], now: datetime):
     for s in steps:
+        text = clean_text(s.text)
         yield (
-            run_id, s.index, s.kind, role_of(s), clean_text(s.text), clean_text(s.tool or ""), clean_json(s.args),
+            run_id, s.index, s.kind, role_of(s), text, clean_text(s.tool or ""), clean_json(s.args),
             clean_json(s.meta or {}), s.prompt_tokens, s.completion_tokens, s.latency_ms, now,
+            # The search column as a tsvector literal: COPY and the cast below read it as is.
+            step_document(text, s.tool, s.args),
         )
 
 
@@ -117,7 +121,7 @@ def insert_steps(run_id: int, steps: Sequence[StepRecord]) -> set[int]:
     if not steps:
         return set()
     now = timezone.now()
-    values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s)"] * len(steps))
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s::tsvector)"] * len(steps))
     params = [v for row in _rows(run_id, steps, now) for v in row]
     with connection.cursor() as cur:
         cur.execute(

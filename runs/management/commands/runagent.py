@@ -10,6 +10,7 @@ from runs.launch import services
 from runs.launch.models import Run, Task
 from runs.policies.models import Policy
 from runs.queue import QueueUnavailable
+from tracing.labels import LabelError, clean_labels, parse_metadata_text
 
 
 class Command(BaseCommand):
@@ -28,6 +29,10 @@ class Command(BaseCommand):
         parser.add_argument("--max-cost", type=Decimal, default=None,
                             help="cost budget in US dollars at the price table's prices (/prices/)")
         parser.add_argument("--policy", default="default", help="watchdog policy name (latest version), or 'off'")
+        parser.add_argument("--tag", action="append", default=[], help="a tag for the runs (repeat for more)")
+        parser.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
+                            help="a metadata pair for the runs (repeat for more)")
+        parser.add_argument("--session", default="", help="a session id: runs sharing it are listed together")
         parser.add_argument("--wait", action="store_true", help="wait for the runs to end and print outcomes")
         parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait with --wait")
 
@@ -57,7 +62,13 @@ class Command(BaseCommand):
             policy = Policy.objects.for_project(project.pk).filter(name=opts["policy"]).order_by("-version").first()
             if policy is None:
                 raise CommandError(f"unknown policy {opts['policy']!r} (or 'off')")
+        try:
+            labels = clean_labels(tags=opts["tag"], metadata=parse_metadata_text("\n".join(opts["meta"])),
+                                  session_id=opts["session"])
+        except LabelError as exc:
+            raise CommandError(str(exc)) from exc
         spec = services.RunSpec(
+            labels=labels,
             policy=policy,
             task=task,
             prompt=task.prompt,

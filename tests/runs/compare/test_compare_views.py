@@ -445,3 +445,17 @@ def test_a_bad_cell_parameter_is_echoed_as_plain_text_not_html(auth_client):
                                HTTP_HX_REQUEST="true")
     assert response.status_code == 400
     assert response["Content-Type"].startswith("text/plain")
+
+
+def test_runs_are_grouped_by_their_tags(auth_client, make_run):
+    a = _trail(make_run(tags=["exp-b"], success=True), [("search", "capital")])
+    b = _trail(make_run(tags=["exp-a", "<i>x</i>"], success=False), [("search", "capital")])
+    c = _trail(make_run(tags=["exp-b"], success=True), [("search", "capital")])
+    plain = auth_client.get(_page([a.pk, b.pk, c.pk])).content.decode()
+    assert "by=tags" in plain
+    response = auth_client.get(_page([a.pk, b.pk, c.pk]) + "&by=tags")
+    assert [col.run.pk for col in response.context["columns"]] == [a.pk, c.pk, b.pk]
+    settings = {s.name: s for s in response.context["settings"]}
+    assert settings["exp-b"].success_rate == 1.0 and settings["<i>x</i>, exp-a"].success_rate == 0.0
+    body = response.content.decode()
+    assert "&lt;i&gt;x&lt;/i&gt;, exp-a" in body and "<i>x</i>" not in body

@@ -56,8 +56,9 @@ def test_it_reads_summaries_only_in_a_constant_number_of_queries(auth_client, ru
         make_run(step_count=3, success=True)
     # session, user, memberships of the user (current project, the header's switcher), one GROUPING SETS scan for
     # every figure, one scan of the arrays (interventions, context pressure), reviewers' labels per detector, task
-    # choices, failures by guessed layer and by reviewers' layer, tokens per model for the costs, the price table
-    with django_assert_num_queries(11):
+    # choices, failures by guessed layer and by reviewers' layer, tokens per model for the costs, the price table,
+    # runs per tag
+    with django_assert_num_queries(12):
         auth_client.get(URL)
 
 
@@ -177,3 +178,17 @@ def test_only_charts_with_links_tell_the_reader_to_click(auth_client, runs):
     assert "hint" not in charts["context"]  # a line of means: nothing to click
     assert charts["histogram"]["hint"] == "click a bar for its runs"
     assert "bar" not in charts["over_time"]["hint"]
+
+
+def test_it_filters_and_groups_by_tag(auth_client, runs, make_run):
+    for i in range(4):
+        make_run(step_count=3, success=i % 2 == 0, tags=["exp-a", "<b>t</b>"] if i < 3 else ["exp-b"])
+    response = auth_client.get(URL, {"tag": "exp-a"})
+    assert response.context["totals"]["runs"] == 3
+    groups = {g["key"]: g["runs"] for g in auth_client.get(URL).context["by_tag"]}
+    assert groups == {"exp-a": 3, "<b>t</b>": 3, "exp-b": 1}
+    body = auth_client.get(URL).content.decode()
+    assert "&lt;b&gt;t&lt;/b&gt;" in body and "<b>t</b>" not in body
+    csv_body = auth_client.get(URL, {"export": "by_tag"}).content.decode()
+    assert any(line.startswith("exp-a,3,3,2,") for line in csv_body.splitlines())
+    assert auth_client.get(URL, {"meta": "novalue"}).status_code == 400

@@ -1,0 +1,209 @@
+"""Run search (issue 15 item 4): the run list's search box over 1,000,000 steps.
+
+Target: <= 300 ms p95 for a common word and a rare one (English and Chinese).
+
+Seeds a scratch database with COPY: 50,000 runs of 20 steps (1,000,000 steps),
+text drawn from a Zipf-like vocabulary, a fifth of the steps in Chinese, each
+step's search column built by tracing.stepsearch as the writers build it.
+Then times the search as the run list runs it (the matching runs, newest
+first, a page of 50, and the first matching step of each) and the whole page
+through Django's test client, prints EXPLAIN ANALYZE of both plans, and
+measures what the search column costs the write path (recorder and COPY,
+steps/s with and without it).
+
+    .venv/bin/python bench/search.py            # seed, then measure
+    .venv/bin/python bench/search.py --reuse    # measure again on the seeded database
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import sys
+import time
+
+import _django
+from dashboard import _RUN_COLUMNS, _copy, _esc, _run_row
+
+DB = "agentlab_bench_search"
+N_RUNS = 50_000
+STEPS_PER_RUN = 20
+REPEAT = 20
+
+_EN = ["search", "report", "revenue", "annual", "company", "birthplace", "author", "novel", "station", "ticket",
+       "price", "timetable", "result", "observation", "query", "page", "source", "figure", "adjusted", "reported",
+       "city", "river", "museum", "train", "ferry", "harbour", "lantern", "salt", "ledger", "archive", "bridge",
+       "entity", "premise", "answer"]
+_ZH = ["北京", "上海", "作者", "出生", "小说", "公司", "年报", "收入", "车站", "票价", "河流", "博物馆", "港口", "灯笼"]
+RARE_EN = "quixotically"
+RARE_ZH = "麒麟阁"
+# One step in ~100,000 gets the rare word.
+RARE_EVERY = 100_000
+
+
+def _sentence(rng: random.Random, zh: bool) -> str:
+    if zh:
+        return "，".join(rng.choice(_ZH[: rng.randint(3, len(_ZH))]) + rng.choice(["的", "在", "是"]) +
+                        rng.choice(_ZH) for _ in range(rng.randint(3, 12))) + "。"
+    # Zipf-ish: early words are much more frequent than late ones.
+    words = [_EN[min(int(rng.paretovariate(1.2)) - 1, len(_EN) - 1)] for _ in range(rng.randint(8, 60))]
+    return " ".join(words).capitalize() + "."
+
+
+def seed() -> int:
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from tracing.stepsearch import step_document
+
+    User.objects.create_user("bench", password="bench")
+    rng = random.Random(5)
+    runs = io.StringIO()
+    for i in range(N_RUNS):
+        runs.write(_run_row(i, None, rng))
+    _copy("runs_run", _RUN_COLUMNS, runs)
+    with connection.cursor() as cur:
+        cur.execute("SELECT setval('runs_run_id_seq', %s)", [N_RUNS + 1])
+    buf = io.StringIO()
+    n = 0
+    kinds = ["thought", "action", "observation"]
+    for i in range(N_RUNS):
+        for j in range(STEPS_PER_RUN):
+            kind = kinds[j % 3] if j < STEPS_PER_RUN - 1 else "final"
+            text = _sentence(rng, zh=rng.random() < 0.2)
+            n += 1
+            if n % RARE_EVERY == 0:
+                text += f" {RARE_EN} {RARE_ZH}"
+            args = json.dumps({"query": _sentence(rng, False)[:40]}) if kind == "action" else None
+            tool = "search" if kind == "action" else ""
+            doc = step_document(text, tool, json.loads(args) if args else None)
+            buf.write(f"{i + 1}\t{j}\t{kind}\t{_esc(text)}\t{tool}\t{_esc(args) if args else chr(92) + 'N'}\t{{}}\t0\t0\t0"
+                      f"\t2026-11-01 00:00:00+00\t{doc}\n")
+        if buf.tell() > 50_000_000:
+            _copy("tracing_step", "run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, "
+                  "latency_ms, created_at, search", buf)
+            buf = io.StringIO()
+    _copy("tracing_step", "run_id, index, kind, text, tool, args, meta, prompt_tokens, completion_tokens, "
+          "latency_ms, created_at, search", buf)
+    with connection.cursor() as cur:
+        cur.execute("VACUUM ANALYZE")
+    return n
+
+
+def _time(fn) -> tuple[float, float, object]:
+    fn()
+    times = []
+    out = None
+    for _ in range(REPEAT):
+        t = time.perf_counter()
+        out = fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return _django.percentile(times, 50), _django.percentile(times, 95), out
+
+
+def bench_search() -> None:
+    from django.contrib.auth.models import User
+    from django.db import connection
+    from django.test import Client
+
+    from runs.launch.models import Run
+    from runs.search.selectors import _FIRST_HITS_SQL, first_hits, query_tokens, runs_with_text
+    from tracing.stepsearch import tsquery_literal
+
+    client = Client()
+    client.force_login(User.objects.get(username="bench"))
+    cases = {"common word (search)": "search", "common Chinese word (北京)": "北京", "rare word": RARE_EN,
+             "rare Chinese word": RARE_ZH, "two words, both common": "revenue company",
+             "no match": "zzzunknownword"}
+    _, base95, _ = _time(lambda: client.get("/runs/"))
+    print(f"\nthe run list without a search (baseline, same machine now): page p95 {base95:.1f} ms")
+    print(f"{'query':32} {'matching steps':>14} {'p50 ms':>8} {'p95 ms':>8} {'page p95':>9}   target p95 <= 300 ms")
+    for name, q in cases.items():
+        toks = query_tokens(q)
+
+        def page(toks=toks):
+            runs = list(runs_with_text(Run.objects.all(), toks).order_by("-created_at", "-id")
+                        .only("id", "created_at")[:51])
+            return first_hits([r.pk for r in runs], toks)
+
+        p50, p95, hits = _time(page)
+        with connection.cursor() as cur:
+            cur.execute("SELECT count(*) FROM tracing_step WHERE search @@ %s::tsquery", [tsquery_literal(toks)])
+            total = cur.fetchone()[0]
+        _, page95, _ = _time(lambda q=q: client.get("/runs/", {"q": q}))
+        print(f"{name:32} {total:>14} {p50:>8.1f} {p95:>8.1f} {page95:>9.1f}")
+    for q in ("search", RARE_EN):
+        toks = query_tokens(q)
+        qs = runs_with_text(Run.objects.all(), toks).order_by("-created_at", "-id").only("id", "created_at")[:51]
+        sql, params = qs.query.sql_with_params()
+        with connection.cursor() as cur:
+            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+            print(f"\nEXPLAIN ANALYZE, run page of {q!r}:\n" + "\n".join(r[0] for r in cur.fetchall()))
+        ids = [r.pk for r in qs]
+        with connection.cursor() as cur:
+            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + _FIRST_HITS_SQL, [ids, tsquery_literal(toks)])
+            print(f"\nEXPLAIN ANALYZE, first matching step of each run on the page ({q!r}):\n"
+                  + "\n".join(r[0] for r in cur.fetchall()))
+
+
+def bench_writes() -> None:
+    """Steps/s of the recorder and of COPY with the search column, against the
+    same writers with an empty document (what they cost before it)."""
+    from django.db import connection
+
+    import tracing.ingest.writes as writes
+    import tracing.recorder as recorder
+    from runs.launch.models import Run
+    from tracing.steps import Step as StepRecord
+
+    rng = random.Random(9)
+    texts = [_sentence(rng, zh=rng.random() < 0.2) * 3 for _ in range(2000)]
+
+    def steps(n: int) -> list[StepRecord]:
+        return [StepRecord(index=i, kind=["thought", "action", "observation"][i % 3], text=texts[i % len(texts)],
+                           tool="search" if i % 3 == 1 else None, args={"query": texts[i % 50][:40]} if i % 3 == 1 else None)
+                for i in range(n)]
+
+    real = recorder.step_document, writes.step_document
+    print(f"\n{'writer':34} {'without search':>15} {'with search':>12} {'overhead':>9}")
+    for name, n, write in (("recorder, one step per commit", 3000, "record"), ("COPY (ingest / import)", 100_000, "copy")):
+        rates = {}
+        for variant in ("without", "with"):
+            recorder.step_document, writes.step_document = real if variant == "with" else (lambda *a, **k: "",) * 2
+            run = Run.objects.create(prompt="bench writes")
+            batch = steps(n)
+            t = time.perf_counter()
+            if write == "record":
+                for s in batch:
+                    recorder.record_step(run.pk, s)
+            else:
+                with connection.cursor():
+                    writes.copy_steps([(run.pk, batch)])
+            rates[variant] = n / (time.perf_counter() - t)
+            # Gone again, so a later search run (--reuse) measures the seeded runs only.
+            Run.objects.filter(pk=run.pk).delete()
+        recorder.step_document, writes.step_document = real
+        overhead = rates["without"] / rates["with"] - 1
+        print(f"{name:34} {rates['without']:>12.0f} /s {rates['with']:>9.0f} /s {overhead:>8.0%}")
+
+
+def main() -> None:
+    if "--reuse" in sys.argv:  # the database of an earlier run, already seeded
+        _django.setup(DB)
+    else:
+        _django.ensure_database(DB)
+        t0 = time.perf_counter()
+        n = seed()
+        print(f"seeded {N_RUNS} runs, {n} steps in {time.perf_counter() - t0:.0f} s")
+    with __import__("django.db", fromlist=["connection"]).connection.cursor() as cur:
+        cur.execute("SELECT pg_size_pretty(pg_relation_size('step_search_gin')), "
+                    "pg_size_pretty(pg_total_relation_size('tracing_step'))")
+        gin, table = cur.fetchone()
+    print(f"GIN index on steps' search column: {gin}; steps table with indexes: {table}")
+    bench_search()
+    bench_writes()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""The run list's search box: runs by the text of their steps, or by an id."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.urls import reverse
+
+from tests.htmx import hx
+from tracing.ingest.writes import COPY_MIN_ROWS, write_new_steps
+from tracing.models import ExternalRun, Step
+from tracing.recorder import record_step
+from tracing.steps import Step as StepRecord
+
+pytestmark = pytest.mark.django_db
+
+
+def _run_with(make_run, *texts, tool=None, args=None, **fields):
+    run = make_run(**fields)
+    for i, text in enumerate(texts):
+        record_step(run.pk, StepRecord(index=i, kind="observation" if i % 2 else "thought", text=text, tool=tool,
+                                       args=args))
+    return run
+
+
+def _ids(response) -> list[int]:
+    return [r.pk for r in response.context["runs"]]
+
+
+def test_it_finds_runs_by_a_word_of_any_step_newest_first(auth_client, make_run):
+    a = _run_with(make_run, "I will look it up", "The annual report says revenue was 3.2bn")
+    _run_with(make_run, "nothing relevant here")
+    b = _run_with(make_run, "Checking the Annual Report again")
+    response = auth_client.get(reverse("runs:list"), {"q": "annual report"})
+    assert _ids(response) == [b.pk, a.pk]
+    hit = response.context["runs"][1].hit
+    assert (hit.index, hit.kind, hit.hit) == (1, "observation", "annual")
+    body = response.content.decode()
+    assert f'href="/runs/{a.pk}/#step-1"' in body
+    assert "<mark>annual</mark> report says" in body
+
+
+def test_every_word_must_be_in_the_same_step(auth_client, make_run):
+    _run_with(make_run, "annual figures", "a report")
+    both = _run_with(make_run, "the annual report")
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": "annual report"})) == [both.pk]
+
+
+def test_chinese_text_is_found_by_a_word_inside_a_sentence(auth_client, make_run):
+    zh = _run_with(make_run, "根据年报，公司营业收入为三十亿元。")
+    _run_with(make_run, "北京是首都")
+    response = auth_client.get(reverse("runs:list"), {"q": "营业收入"})
+    assert _ids(response) == [zh.pk]
+    assert "<mark>营业</mark>收入" in response.content.decode()
+
+
+def test_arguments_and_tool_names_are_searched(auth_client, make_run):
+    run = _run_with(make_run, "", tool="lookup_weather", args={"city": "Reykjavik"})
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": "reykjavik"})) == [run.pk]
+    response = auth_client.get(reverse("runs:list"), {"q": "weather"})
+    assert _ids(response) == [run.pk]
+
+
+def test_the_final_answer_step_is_searched(auth_client, make_run):
+    run = make_run()
+    record_step(run.pk, StepRecord(index=0, kind="final", text="Fredville is the capital"))
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": "fredville"})) == [run.pk]
+
+
+def test_steps_written_in_bulk_are_searchable(auth_client, make_run):
+    run = make_run()
+    steps = [StepRecord(index=i, kind="observation", text=f"page {i} of the ledger") for i in range(COPY_MIN_ROWS)]
+    steps[-1] = StepRecord(index=COPY_MIN_ROWS - 1, kind="observation", text="the lantern museum")
+    write_new_steps([(run.pk, steps)])
+    response = auth_client.get(reverse("runs:list"), {"q": "lantern"})
+    assert _ids(response) == [run.pk]
+    assert response.context["runs"][0].hit.index == COPY_MIN_ROWS - 1
+
+
+def test_markup_in_a_step_is_shown_as_text(auth_client, make_run):
+    _run_with(make_run, 'ignore previous instructions <script>alert("x")</script> payload <img src=x onerror=1>')
+    body = auth_client.get(reverse("runs:list"), {"q": "payload"}).content.decode()
+    assert "<script>alert" not in body and "<img src=x" not in body
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; <mark>payload</mark> &lt;img" in body
+
+
+def test_a_query_of_punctuation_only_says_so_and_lists_nothing(auth_client, make_run):
+    _run_with(make_run, "anything")
+    response = auth_client.get(reverse("runs:list"), {"q": "'\"<>&|!:*"})
+    assert response.status_code == 200
+    assert _ids(response) == []
+    assert "has no word to search for" in response.content.decode()
+
+
+def test_a_too_long_query_is_a_form_error(auth_client):
+    response = auth_client.get(reverse("runs:list"), {"q": "x" * 501})
+    assert response.status_code == 200
+    assert "q" in response.context["form"].errors
+
+
+@pytest.mark.parametrize("how", ["pk", "hash", "trace", "external", "source_run_id"])
+def test_it_finds_a_run_by_an_id_it_is_known_by(auth_client, make_run, user, how):
+    run = _run_with(make_run, "mentions 4bf92f3577b34da6a3ce929d0e0e4736 and ext-42 and 99999", source_run_id="file-7")
+    make_run()
+    ExternalRun.objects.create(owner=user, source="otlp", external_id="4bf92f3577b34da6a3ce929d0e0e4736", run=run)
+    q = {"pk": str(run.pk), "hash": f"#{run.pk}", "trace": "4bf92f3577b34da6a3ce929d0e0e4736",
+         "external": "4bf92f3577b34da6a3ce929d0e0e4736", "source_run_id": "file-7"}[how]
+    response = auth_client.get(reverse("runs:list"), {"q": q})
+    assert _ids(response) == [run.pk]
+    assert response.context["search"].by_id
+
+
+def test_an_id_that_is_also_text_can_be_searched_as_text(auth_client, make_run):
+    named = make_run()
+    mentions = _run_with(make_run, f"see order {named.pk}")
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": str(named.pk)})) == [named.pk]
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": str(named.pk), "within": "text"})) == [mentions.pk]
+
+
+def test_search_combines_with_the_other_filters(auth_client, make_run):
+    _run_with(make_run, "the lantern", status="error")
+    ok = _run_with(make_run, "the lantern")
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": "lantern", "status": "finished"})) == [ok.pk]
+
+
+def test_a_searched_page_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
+    for i in range(12):
+        _run_with(make_run, f"step about lantern number {i}", "and another lantern", tags=["a", "b"])
+    # 1 session, 2 user, 3 id lookup (run id / trace id / external id), 4 the runs with a matching step,
+    # 5 the first matching step of each run on the page, 6 the task list
+    with django_assert_num_queries(6):
+        response = auth_client.get(reverse("runs:list"), {"q": "lantern"})
+    assert len(response.context["runs"]) == 12
+
+
+def test_the_next_page_keeps_the_search(auth_client, make_run):
+    runs = [_run_with(make_run, "lantern") for _ in range(55)]
+    first = auth_client.get(reverse("runs:list"), {"q": "lantern"})
+    assert "q=lantern" in first.context["next_query"]
+    second = auth_client.get(reverse("runs:list") + "?" + first.context["next_query"], headers=hx("more-runs"))
+    assert len(second.context["runs"]) == 5
+    assert all(r.hit for r in second.context["runs"])
+    assert {r.pk for r in second.context["runs"]} == {r.pk for r in runs[:5]}
+
+
+def test_anonymous_users_are_sent_to_log_in(client):
+    response = client.get(reverse("runs:list"), {"q": "lantern"})
+    assert response.status_code == 302
+
+
+def test_indexsteps_fills_steps_written_before_the_column(auth_client, make_run):
+    run = _run_with(make_run, "an old harbour timetable")
+    with connection.cursor() as cur:
+        cur.execute("UPDATE tracing_step SET search = NULL")
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": "harbour"})) == []
+    call_command("indexsteps", stdout=__import__("io").StringIO())
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": "harbour"})) == [run.pk]
+    assert not Step.objects.filter(search__isnull=True).exists()

@@ -1,0 +1,58 @@
+"""OTLP attributes → a run's tags, metadata and session (OpenInference conventions).
+
+Pure (no Django). One function, called once per new trace by
+tracing.ingest.services, so the OTLP decoder itself stays free of it:
+
+- ``tag.tags``: a list of strings (or one string) → tags;
+- ``metadata``: a JSON object as a string (or an object) → metadata;
+- ``session.id`` → the run's session; ``user.id`` → metadata["user.id"].
+
+Ingestion must not lose a trace over a label, so the limits of tracing.labels
+are applied by trimming, not by refusing (``strict=False``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tracing.labels import USER_KEY, Labels, clean_labels
+
+TAGS_ATTR = "tag.tags"
+METADATA_ATTR = "metadata"
+SESSION_ATTR = "session.id"
+USER_ATTR = "user.id"
+
+
+def _metadata(value: Any) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {METADATA_ATTR: value}
+        return dict(parsed) if isinstance(parsed, dict) else {METADATA_ATTR: value}
+    return {} if value is None else {METADATA_ATTR: value}
+
+
+def labels_from_attributes(attribute_sets: Iterable[Mapping[str, Any]]) -> Labels:
+    """The labels of a trace from its spans' (and resources') attributes, in
+    order: tags are the union, metadata keys the first value seen, the session
+    and the user the first given."""
+    tags: list[Any] = []
+    metadata: dict[str, Any] = {}
+    session: Any = None
+    for attrs in attribute_sets:
+        raw_tags = attrs.get(TAGS_ATTR)
+        if raw_tags is not None:
+            tags.extend([raw_tags] if isinstance(raw_tags, str) else list(raw_tags)
+                        if isinstance(raw_tags, Iterable) else [raw_tags])
+        for key, value in _metadata(attrs.get(METADATA_ATTR)).items():
+            metadata.setdefault(key, value)
+        if attrs.get(USER_ATTR) is not None:
+            metadata.setdefault(USER_KEY, str(attrs[USER_ATTR]))
+        if session is None and attrs.get(SESSION_ATTR) is not None:
+            session = attrs[SESSION_ATTR]
+    return clean_labels(tags=tags, metadata=metadata, session_id=session, strict=False)
