@@ -176,7 +176,8 @@ def _csv(name: str, data: dict) -> HttpResponse:
         writer.writerow(["group", "runs", "scored", "successes", "success_rate", "k", "pass_at_k", "pass_hat_k",
                          "mean_steps", "over_max", "cost_usd"])
         writer.writerows([g["key"], g["runs"], g["scored"], g["successes"], g["success_rate"], g["k"], g["pass_at_k"],
-                          g["pass_hat_k"], g["mean_steps"], g["over_max"], round(g["cost"], 6)] for g in data[name])
+                          g["pass_hat_k"], g["mean_steps"], g["over_max"], "" if g.get("cost") is None else round(g["cost"], 6)]
+                         for g in data[name])
     return response
 
 

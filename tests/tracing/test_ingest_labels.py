@@ -7,6 +7,7 @@ import json
 import pytest
 
 from runs.launch.models import Run
+from tests.projects import project_of
 from tracing.ingest.writes import token_create
 
 pytestmark = pytest.mark.django_db
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def token(user):
-    return token_create(user=user, name="test")[1]
+    return token_create(user=user, project_id=project_of(user).pk, name="test")[1]
 
 
 @pytest.fixture
@@ -76,7 +77,7 @@ def test_a_bad_patch_is_400_and_changes_nothing(send, body, message):
 
 
 def test_patching_another_users_run_is_404(send, other_user):
-    other = token_create(user=other_user, name="b")[1]
+    other = token_create(user=other_user, project_id=project_of(other_user).pk, name="b")[1]
     run_id = send("POST", "/api/runs", {"prompt": "p"}, token_=other).json()["runs"][0]["id"]
     assert send("PATCH", f"/api/runs/{run_id}/labels", {"tags": ["x"]}).status_code == 404
     assert send("PATCH", f"/api/runs/{run_id}/labels", {"tags": ["x"]}, token_="nope").status_code == 401

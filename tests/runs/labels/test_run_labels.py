@@ -85,8 +85,10 @@ def test_bad_labels_are_form_errors(reviewer_client, make_run, data, message):
     assert message in response.content.decode()
 
 
-def test_a_viewer_cannot_edit_labels(auth_client, make_run):
+def test_a_viewer_cannot_edit_labels(client, member, make_run):
     run = make_run()
+    auth_client = client
+    auth_client.force_login(member("vera", "viewer"))
     assert auth_client.get(reverse("runs:labels", args=[run.pk]), {"edit": "1"}).status_code == 403
     assert auth_client.post(reverse("runs:labels", args=[run.pk]), {"tags": "x"}).status_code == 403
     run.refresh_from_db()
@@ -117,8 +119,9 @@ def test_the_list_filters_by_tag_metadata_and_session(auth_client, make_run):
 def test_the_list_with_tags_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
     for i in range(20):
         make_run(tags=[f"t{i}", "shared", ODD], session_id=f"s{i % 3}", metadata={"k": i})
-    # 1 session, 2 user, 3 runs (tags are a column), 4 task list
-    with django_assert_num_queries(4):
+    # 1 session, 2 user, 3 membership (the current project), 4 runs (tags are a column), 5 the price table (the
+    # cost column), 6 task list
+    with django_assert_num_queries(6):
         response = auth_client.get(reverse("runs:list"), {"tag": "shared"})
     assert len(response.context["runs"]) == 20
     assert "&lt;script&gt;" in response.content.decode()
@@ -128,15 +131,15 @@ def test_the_session_page_lists_its_runs_oldest_first(auth_client, make_run, dja
     first = make_run(session_id="chat-9", tags=["a"])
     make_run(session_id="other")
     second = make_run(session_id="chat-9")
-    # 1 session, 2 user, 3 the session's runs with their tasks
-    with django_assert_num_queries(3):
+    # 1 session, 2 user, 3 membership (the current project), 4 the session's runs with their tasks
+    with django_assert_num_queries(4):
         response = auth_client.get(reverse("runs:session"), {"id": "chat-9"})
     assert [r.pk for r in response.context["runs"]] == [first.pk, second.pk]
     assert auth_client.get(reverse("runs:session"), {"id": "nope"}).status_code == 404
     assert auth_client.get(reverse("runs:session")).status_code == 404
 
 
-def test_runagent_tags_its_runs(task, monkeypatch):
+def test_runagent_tags_its_runs(task, monkeypatch, project):
     from runs.launch.tasks import execute_run
 
     monkeypatch.setattr(execute_run, "apply_async", lambda *a, **k: None)
@@ -146,7 +149,7 @@ def test_runagent_tags_its_runs(task, monkeypatch):
     assert (run.tags, run.metadata, run.session_id) == (["nightly", ODD], {"build": "1234"}, "ci-7")
 
 
-def test_runagent_refuses_too_many_tags(task):
+def test_runagent_refuses_too_many_tags(task, project):
     args = ["runagent", "--task", task.slug, "--policy", "off"]
     for i in range(MAX_TAGS + 1):
         args += ["--tag", f"t{i}"]

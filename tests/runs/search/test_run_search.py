@@ -8,6 +8,7 @@ from django.db import connection
 from django.urls import reverse
 
 from tests.htmx import hx
+from tests.projects import project_of
 from tracing.ingest.writes import COPY_MIN_ROWS, write_new_steps
 from tracing.models import ExternalRun, Step
 from tracing.recorder import record_step
@@ -103,7 +104,7 @@ def test_a_too_long_query_is_a_form_error(auth_client):
 def test_it_finds_a_run_by_an_id_it_is_known_by(auth_client, make_run, user, how):
     run = _run_with(make_run, "mentions 4bf92f3577b34da6a3ce929d0e0e4736 and ext-42 and 99999", source_run_id="file-7")
     make_run()
-    ExternalRun.objects.create(owner=user, source="otlp", external_id="4bf92f3577b34da6a3ce929d0e0e4736", run=run)
+    ExternalRun.objects.create(owner=user, project=project_of(user), source="otlp", external_id="4bf92f3577b34da6a3ce929d0e0e4736", run=run)
     q = {"pk": str(run.pk), "hash": f"#{run.pk}", "trace": "4bf92f3577b34da6a3ce929d0e0e4736",
          "external": "4bf92f3577b34da6a3ce929d0e0e4736", "source_run_id": "file-7"}[how]
     response = auth_client.get(reverse("runs:list"), {"q": q})
@@ -127,9 +128,9 @@ def test_search_combines_with_the_other_filters(auth_client, make_run):
 def test_a_searched_page_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
     for i in range(12):
         _run_with(make_run, f"step about lantern number {i}", "and another lantern", tags=["a", "b"])
-    # 1 session, 2 user, 3 id lookup (run id / trace id / external id), 4 the runs with a matching step,
-    # 5 the first matching step of each run on the page, 6 the task list
-    with django_assert_num_queries(6):
+    # 1 session, 2 user, 3 membership (the current project), 4 id lookup (run id / trace id / external id), 5 the
+    # runs with a matching step, 6 the first matching step of each run on the page, 7 the price table, 8 the task list
+    with django_assert_num_queries(8):
         response = auth_client.get(reverse("runs:list"), {"q": "lantern"})
     assert len(response.context["runs"]) == 12
 
