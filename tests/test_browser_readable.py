@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 
 from runs.launch.models import Run, Task
+from tests.projects import project_of
 from tracing.ingest.otlp import Span
 from tracing.ingest.services import otlp_ingest
 from tracing.models import Step
@@ -62,7 +63,8 @@ def browser_page(live_server, user):
 
 def _run(user, **fields) -> Run:
     task = Task.objects.get_or_create(slug="paris", defaults={"title": "Paris", "prompt": "How warm is Paris?"})[0]
-    return Run.objects.create(task=task, prompt=task.prompt, owner=user, **{"status": "finished", **fields})
+    return Run.objects.create(task=task, prompt=task.prompt, owner=user, project=project_of(user),
+                              **{"status": "finished", **fields})
 
 
 def test_payloads_fold_unfold_copy_and_stay_inert(browser_page, user):
@@ -129,7 +131,7 @@ def test_span_tree_is_collapsible_and_links_its_steps(browser_page, user):
         return Span(trace_id="cd" * 16, span_id=f"{n:016x}", parent_id=f"{parent:016x}" if parent else "",
                     name=name, start_ns=t0 + start * 10**6, end_ns=t0 + end * 10**6, attrs=attrs, status="ok")
 
-    otlp_ingest(owner=user, analyse=False, spans=[
+    otlp_ingest(owner=user, project_id=project_of(user).pk, analyse=False, spans=[
         span(1, 0, 0, 900, "weather-agent", {"openinference.span.kind": "AGENT", "input.value": "Q?",
                                              "output.value": "21 C"}),
         span(2, 1, 10, 400, "ChatCompletion", {"openinference.span.kind": "LLM",

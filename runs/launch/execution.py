@@ -138,7 +138,7 @@ def _execute(run_id: int, lease: Lease, client) -> Run:
             history=history,
             prepare_observation=_governed(int(run.settings.get("context_chars", 2000))),
             approval=durable(approval_lookup(run_id)),
-            call_sink=CallRecorder(run_id),
+            call_sink=durable(CallRecorder(run_id)),
         )
     except (LeaseLost, DatabaseGone):
         raise

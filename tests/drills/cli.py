@@ -22,6 +22,7 @@ def main(argv: list[str]) -> None:
         call_command("migrate", verbosity=0)
         call_command("loaddemo", verbosity=0)
         return
+    from agentlab.projects.models import Project
     from runs.launch import services
     from runs.launch.models import Run, Task
 
@@ -34,6 +35,7 @@ def main(argv: list[str]) -> None:
         return
     count = int(argv[1])
     task = Task.objects.get(slug="tollby-playhouse-seats")
+    project = Project.objects.order_by("pk").first()  # loaddemo's "demo"
     ids = []
     for i in range(count):
         # Rephrasing in circles with the watchdog off: it goes on until its
@@ -42,7 +44,7 @@ def main(argv: list[str]) -> None:
                                 temperature=1.0, max_steps=12, max_tokens=1_000_000, seed=100 + i,
                                 settings={"sim": {"rephrase": 1.0, "early_finish": 0.0, "ignore_hint": 1.0,
                                                   "latency_ms": 250}})
-        ids += [run.pk for run in services.runs_launch(owner=None, spec=spec)]
+        ids += [run.pk for run in services.runs_launch(owner=None, project=project, spec=spec)]
     print(json.dumps(ids))
 
 
