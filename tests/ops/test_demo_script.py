@@ -92,11 +92,17 @@ class DemoProcess:
         return pids
 
     def group_alive(self) -> bool:
-        try:
-            os.killpg(self.proc.pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
+        """Whether a process of the demo's group still runs. A zombie is not one:
+        an orphan's zombie waits for PID 1 to reap it, and in a container PID 1
+        may never do so (it holds no resources; the demo reaps its own)."""
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == self.proc.pid and fields[0] != "Z":
+                return True
+        return False
 
     def kill_group(self) -> None:
         if self.group_alive():
