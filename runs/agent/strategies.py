@@ -23,27 +23,18 @@ policy, or with the watchdog off); the caller passes the watchdog.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 from typing import Any
-
-import openai
 
 # The baselines drive the loop's own run object, so their answer turn, budgets,
 # context building and recording are the loop's, not a copy of them.
 from runs.agent.loop import (
-    AgentConfig,
-    ApprovalLookup,
-    CallSink,
     Outcome,
-    PrepareObservation,
-    WatchdogLike,
     _Call,
     _Halt,
     _Run,
     run_agent,
 )
 from runs.agent.tools import ToolRegistry
-from tracing.steps import Step
 
 REACT = "react"
 REACT_OFF = "react_off"
@@ -99,34 +90,21 @@ def scripted_calls(strategy: str, prompt: str) -> list[tuple[str, dict[str, Any]
     raise ValueError(f"unknown baseline strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
 
 
-def run_strategy(
-    strategy: str,
-    *,
-    client: openai.OpenAI,
-    config: AgentConfig,
-    prompt: str,
-    tools: ToolRegistry,
-    sink: Callable[[Step], None],
-    should_stop: Callable[[], bool] = lambda: False,
-    watchdog: WatchdogLike | None = None,
-    history: Sequence[Step] = (),
-    prepare_observation: PrepareObservation | None = None,
-    approval: ApprovalLookup | None = None,
-    call_sink: CallSink | None = None,
-) -> Outcome:
+def run_strategy(strategy: str, **loop: Any) -> Outcome:
     """One run of ``strategy``; every step goes to ``sink`` as it happens.
+
+    ``loop``: run_agent's keyword arguments, passed on whole, so whatever the
+    loop takes (an approval gate, a call sink) reaches baselines too.
 
     ``history``: a resumed baseline (a redelivered task) does not repeat the
     scripted calls already recorded."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
     if strategy in (REACT, REACT_OFF):
-        return run_agent(client=client, config=config, prompt=prompt, tools=tools, sink=sink,
-                         should_stop=should_stop, watchdog=watchdog, history=history,
-                         prepare_observation=prepare_observation, approval=approval, call_sink=call_sink)
+        return run_agent(**loop)
+    tools, prompt = loop["tools"], loop["prompt"]
     answer_tools = ToolRegistry([t for t in (tools.get("finish"),) if t is not None])
-    run = _Run(client, config, prompt, tools, sink, should_stop, watchdog, history, prepare_observation, approval,
-               call_sink)
+    run = _Run(**loop)
     calls = scripted_calls(strategy, prompt)
     done = sum(1 for s in run.steps if s.kind == "action" and s.meta.get("scripted"))
     run.turns += done
