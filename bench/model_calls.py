@@ -45,6 +45,7 @@ def thirty_step_runs() -> list[int]:
     from runs.launch.models import Task
 
     user = User.objects.create_user("bench", password="bench")
+    project = _django.bench_project(user)
     # The task whose only search result is empty: a sim that rephrases in circles never finds the answer.
     task = Task.objects.get(slug="tollby-playhouse-seats")
     ids = []
@@ -55,7 +56,7 @@ def thirty_step_runs() -> list[int]:
                                 max_tokens=1_000_000, seed=i,
                                 settings={"sim": {"rephrase": 1.0, "ignore_hint": 1.0, "early_finish": 0.0,
                                                   "forget": 0.3, "wrong_premise": 0.0, "latency_ms": 0}})
-        run = services.run_create(owner=user, spec=spec)
+        run = services.run_create(owner=user, project=project, spec=spec)
         ids.append(execution.run_execute(run_id=run.pk, client=sim_client()).pk)
     return ids
 
@@ -93,7 +94,7 @@ def big_runs() -> tuple[int, int]:
     out = []
     for with_calls in (True, False):
         run = Run.objects.create(task=task, prompt="300 steps", status="finished", provider="openai",
-                                 model_name="gpt-4o-mini")
+                                 model_name="gpt-4o-mini", project=_django.bench_project())
         recorder = CallRecorder(run.pk)
         messages = [{"role": "system", "content": "You are a research agent. " * 10},
                     {"role": "user", "content": task.prompt}]

@@ -6,6 +6,7 @@ quadratic in the run's length. Here a call keeps the number of leading
 messages it shares with the run's previous call plus the ids of the messages
 after them; message bodies are content-addressed (SHA-256 of their canonical
 JSON), so the system prompt and the tool schemas are one row for all runs.
+Bodies and raw responses are stored deflated (tracing.packing).
 bench/model_calls.py measures what this adds to a run's size.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +22,7 @@ from django.db import connection, transaction
 
 from tracing.model_calls import ModelCallRecord
 from tracing.models import CallMessage, ModelCall
+from tracing.packing import pack, unpack
 from tracing.recorder import clean_json, clean_text
 
 # Digests in, ids out, in input order: inserts the bodies not stored yet.
@@ -27,10 +30,10 @@ from tracing.recorder import clean_json, clean_text
 # union of what it returned and what was there.
 _UPSERT_SQL = """
 WITH input AS (
-    SELECT * FROM unnest(%s::bytea[], %s::text[]) WITH ORDINALITY AS t(digest, body, ord)
+    SELECT * FROM unnest(%s::uuid[], %s::bytea[]) WITH ORDINALITY AS t(digest, deflated, ord)
 ), ins AS (
-    INSERT INTO tracing_callmessage (digest, body)
-    SELECT DISTINCT ON (digest) digest, body::jsonb FROM input ORDER BY digest
+    INSERT INTO tracing_callmessage (digest, deflated)
+    SELECT DISTINCT ON (digest) digest, deflated FROM input ORDER BY digest
     ON CONFLICT (digest) DO NOTHING
     RETURNING id, digest
 )
@@ -45,8 +48,12 @@ def _canonical(body: Any) -> str:
     return clean_json(json.loads(json.dumps(body, ensure_ascii=False, sort_keys=True, default=str))) or "null"
 
 
-def digest_of(body: Any) -> bytes:
-    return hashlib.sha256(_canonical(body).encode()).digest()
+def _digest(canonical: str) -> uuid.UUID:
+    return uuid.UUID(bytes=hashlib.sha256(canonical.encode()).digest()[:16])
+
+
+def digest_of(body: Any) -> uuid.UUID:
+    return _digest(_canonical(body))
 
 
 def store_messages(bodies: Sequence[Any]) -> list[int]:
@@ -54,20 +61,20 @@ def store_messages(bodies: Sequence[Any]) -> list[int]:
     if not bodies:
         return []
     canon = [_canonical(b) for b in bodies]
-    digests = [hashlib.sha256(c.encode()).digest() for c in canon]
+    digests = [_digest(c) for c in canon]
     with connection.cursor() as cur:
-        cur.execute(_UPSERT_SQL, [digests, canon])
+        cur.execute(_UPSERT_SQL, [digests, [pack(c) for c in canon]])
         ids = [row[0] for row in cur.fetchall()]
     if None in ids:
         # Another writer inserted the same body in the meantime (its row was
         # not in this statement's snapshot): it is committed now.
         missing = [d for d, i in zip(digests, ids, strict=True) if i is None]
-        found = {bytes(d): i for d, i in CallMessage.objects.filter(digest__in=missing).values_list("digest", "id")}
+        found = dict(CallMessage.objects.filter(digest__in=missing).values_list("digest", "id"))
         ids = [i if i is not None else found[d] for d, i in zip(digests, ids, strict=True)]
     return ids
 
 
-def _common_prefix(a: Sequence[bytes], b: Sequence[bytes]) -> int:
+def _common_prefix(a: Sequence[uuid.UUID], b: Sequence[uuid.UUID]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -76,61 +83,82 @@ def _common_prefix(a: Sequence[bytes], b: Sequence[bytes]) -> int:
     return n
 
 
+def _store(rows: Sequence[tuple[int, ModelCallRecord, int]]) -> None:
+    """(run id, call, leading messages shared with the run's previous call)
+    rows in two statements: every body, then every call. A call already on
+    record (a re-delivered run) is left as it was."""
+    bodies: list[Any] = []
+    slots = []
+    for _run_id, call, prefix in rows:
+        params = dict(call.params)
+        tools = params.pop("tools", None)
+        start = len(bodies)
+        bodies += [*call.messages[prefix:], params, *([tools] if tools else [])]
+        slots.append((start, len(call.messages) - prefix, bool(tools)))
+    ids = store_messages(bodies)
+    calls = []
+    for (run_id, call, prefix), (start, count, has_tools) in zip(rows, slots, strict=True):
+        response = clean_json(call.response)
+        calls.append(ModelCall(
+            run_id=run_id, step_index=call.step_index, api=call.api, prefix_len=prefix,
+            suffix_ids=ids[start:start + count], params_ref_id=ids[start + count],
+            tools_id=ids[start + count + 1] if has_tools else None,
+            response_deflated=None if response is None else pack(response), error=clean_text(call.error),
+            prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens, latency_ms=call.latency_ms,
+        ))
+    ModelCall.objects.bulk_create(calls, ignore_conflicts=True)
+
+
+def calls_record(batches: Sequence[tuple[int, Sequence[ModelCallRecord]]]) -> None:
+    """The calls of several runs (an OTLP request's traces), each run's in
+    step order. The first call of a run here shares no prefix: an earlier
+    batch's last call is not at hand, and its messages are stored already, so
+    only their ids are repeated."""
+    rows = []
+    for run_id, calls in batches:
+        previous: list[uuid.UUID] = []
+        for call in calls:
+            digests = [digest_of(m) for m in call.messages]
+            rows.append((run_id, call, _common_prefix(previous, digests)))
+            previous = digests
+    with transaction.atomic():
+        _store(rows)
+
+
 class CallRecorder:
     """The loop's call sink for one run: remembers the previous call's message
     digests, so each call stores only what follows the shared prefix."""
 
     def __init__(self, run_id: int) -> None:
         self.run_id = run_id
-        self.previous: tuple[int, list[bytes]] | None = None
+        self.previous: list[uuid.UUID] = []
 
     def __call__(self, call: ModelCallRecord) -> None:
         digests = [digest_of(m) for m in call.messages]
-        prefix = 0
-        previous_id = None
-        if self.previous is not None:
-            previous_id, previous_digests = self.previous
-            prefix = _common_prefix(previous_digests, digests)
-        params = dict(call.params)
-        tools = params.pop("tools", None)
         with transaction.atomic():
-            suffix_ids = store_messages(call.messages[prefix:])
-            tools_id, params_id = store_messages([tools, params]) if tools else (None, store_messages([params])[0])
-            row, _ = ModelCall.objects.get_or_create(
-                run_id=self.run_id, step_index=call.step_index,
-                defaults={
-                    "api": call.api, "previous_id": previous_id, "prefix_len": prefix, "suffix_ids": suffix_ids,
-                    "tools_id": tools_id, "params_ref_id": params_id,
-                    "response": json.loads(clean_json(call.response) or "null"), "error": clean_text(call.error),
-                    "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
-                    "latency_ms": call.latency_ms,
-                },
-            )
-        self.previous = (row.pk, digests)
+            _store([(self.run_id, call, _common_prefix(self.previous, digests))])
+        self.previous = digests
 
 
 def call_message_ids(call: ModelCall) -> list[int]:
     """The ids of the messages `call` sent, in order (one query for the chain)."""
-    chain = {
-        pk: (prev, prefix, suffix)
-        for pk, prev, prefix, suffix in ModelCall.objects.filter(run_id=call.run_id, step_index__lte=call.step_index)
-        .values_list("pk", "previous_id", "prefix_len", "suffix_ids")
-    }
-    chain[call.pk] = (call.previous_id, call.prefix_len, call.suffix_ids)
+    chain = list(
+        ModelCall.objects.filter(run_id=call.run_id, step_index__lt=call.step_index)
+        .order_by("step_index").values_list("prefix_len", "suffix_ids")
+    )
+    chain.append((call.prefix_len, call.suffix_ids))
     # Walk back to the first call that shares nothing, then forward.
-    links: list[tuple[int, list[int]]] = []
-    pk: int | None = call.pk
-    while pk is not None and pk in chain:
-        prev, prefix, suffix = chain[pk]
-        links.append((prefix, suffix))
-        pk = prev if prefix else None
+    first = len(chain) - 1
+    while first > 0 and chain[first][0]:
+        first -= 1
     ids: list[int] = []
-    for prefix, suffix in reversed(links):
+    for prefix, suffix in chain[first:]:
         ids = ids[:prefix] + list(suffix)
     return ids
 
 
 def call_messages(call: ModelCall) -> list[Any]:
     ids = call_message_ids(call)
-    bodies = dict(CallMessage.objects.filter(pk__in=set(ids)).values_list("pk", "body"))
+    bodies = {pk: unpack(data) for pk, data in CallMessage.objects.filter(pk__in=set(ids))
+              .values_list("pk", "deflated")}
     return [bodies[i] for i in ids]

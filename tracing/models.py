@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.apps import apps
 from django.conf import settings
@@ -11,6 +12,7 @@ from django.db import models
 from django.db.models import Lookup
 
 from agentlab.projects.models import Project
+from tracing.packing import unpack
 from tracing.steps import ROLES, is_reply
 from tracing.steps import Step as StepRecord
 
@@ -225,38 +227,51 @@ class CallMessage(models.Model):
     to a model, stored once by content: consecutive turns of a run resend the
     whole conversation, and every run resends the same system prompt."""
 
-    digest = models.BinaryField(max_length=32, unique=True)  # SHA-256 of the canonical JSON
-    body = models.JSONField()
+    # The first 128 bits of the SHA-256 of the canonical JSON: as unlikely to
+    # collide as the whole digest for any number of messages a database holds,
+    # and half the unique index, which is a third of this table's size.
+    digest = models.UUIDField(unique=True)
+    deflated = models.BinaryField()  # the canonical JSON, tracing.packing
 
     def __str__(self) -> str:
         return f"message {self.pk}"
+
+    @property
+    def body(self) -> Any:
+        return unpack(self.deflated)
 
 
 class ModelCall(models.Model):
     """One request to a model endpoint: the messages as sent (after context
     fitting), the parameters, the raw response, usage and latency.
 
-    The messages are ``prefix_len`` messages of the run's previous call followed
-    by ``suffix_ids`` (tracing.call_store): a turn stores what it added, not
-    the conversation again. ``step_index`` is the turn's first step.
+    The messages are ``prefix_len`` messages of the run's previous call (the
+    one at the next lower ``step_index``) followed by ``suffix_ids``
+    (tracing.call_store): a turn stores what it added, not the conversation
+    again. ``step_index`` is the turn's first step.
     """
 
     class Api(models.TextChoices):
         CHAT = "chat"
         COMPLETIONS = "completions"
 
-    run = models.ForeignKey(RUN_MODEL, on_delete=models.CASCADE, related_name="model_calls")
+    # Every lookup by run is served by the unique (run, step_index) index.
+    run = models.ForeignKey(RUN_MODEL, on_delete=models.CASCADE, related_name="model_calls", db_index=False)
     step_index = models.PositiveIntegerField()
     api = models.CharField(max_length=12, choices=Api.choices)
-    previous = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     prefix_len = models.PositiveIntegerField(default=0)
     suffix_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
     # The tool schemas offered and the parameters (model, temperature, max
     # tokens, stop, seed, extra body) are the same turn after turn and run
-    # after run: stored once, like messages.
-    tools = models.ForeignKey(CallMessage, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
-    params_ref = models.ForeignKey(CallMessage, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
-    response = models.JSONField(null=True, blank=True)
+    # after run: stored once, like messages. Not indexed: messages are never
+    # deleted, so nothing looks calls up by them.
+    tools = models.ForeignKey(CallMessage, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+                              db_index=False)
+    params_ref = models.ForeignKey(CallMessage, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+                                   db_index=False)
+    # The endpoint's JSON as received (tracing.packing): deflated it is a fifth
+    # of its jsonb size, and nothing queries inside it.
+    response_deflated = models.BinaryField(null=True, blank=True)
     error = models.TextField(blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
@@ -270,6 +285,10 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} call at step {self.step_index}"
+
+    @property
+    def response(self) -> Any:
+        return unpack(self.response_deflated)
 
     @property
     def params(self) -> dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
@@ -52,7 +54,6 @@ def test_consecutive_turns_store_only_what_they_add(user):
     run = _sim_run(user)
     calls = list(ModelCall.objects.filter(run=run).order_by("step_index"))
     for previous, call in zip(calls, calls[1:], strict=False):
-        assert call.previous_id == previous.pk
         assert call.prefix_len == len(call_messages(previous))  # tools mode: the conversation only grows
         assert len(call.suffix_ids) <= 3
     # The system prompt and tool schemas are one row whatever the number of runs.
@@ -103,6 +104,37 @@ def test_nul_and_odd_text_survive_storage(make_run):
     CallRecorder(run.pk)(ModelCallRecord(step_index=0, api="chat", messages=[{"role": "user", "content": text}]))
     assert call_messages(ModelCall.objects.get(run=run)) == [{"role": "user", "content": text.replace("\x00", "\ufffd")}]
 
+
+
+def test_the_raw_response_comes_back_as_received_and_stored_small(make_run):
+    run = make_run()
+    response = {"id": "chatcmpl-9", "choices": [{"finish_reason": "stop", "index": 0, "logprobs": None,
+                                                 "message": {"content": "Paris \x00 中文", "role": "assistant"}}],
+                "created": 1796101614, "model": "gpt-4o-mini", "object": "chat.completion",
+                "usage": {"completion_tokens": 3, "prompt_tokens": 20, "total_tokens": 23}, "zz": 1.5e300}
+    CallRecorder(run.pk)(ModelCallRecord(step_index=0, api="chat", messages=[], response=response))
+    call = ModelCall.objects.get(run=run)
+    expected = {**response, "choices": [{**response["choices"][0], "message": {
+        "content": "Paris \ufffd 中文", "role": "assistant"}}]}
+    # Key order too: the raw view shows the endpoint's JSON in its own order, not jsonb's.
+    assert json.dumps(call.response) == json.dumps(expected)
+    assert len(bytes(call.response_deflated)) < len(json.dumps(response)) / 2
+
+
+def test_a_call_shares_the_prefix_of_the_call_before_it_in_step_order(make_run):
+    run = make_run()
+    sent = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
+    recorder = CallRecorder(run.pk)
+    for index in range(3):
+        sent = [*sent, {"role": "assistant", "content": f"a{index}"}]
+        recorder(ModelCallRecord(step_index=index * 3, api="chat", messages=list(sent)))
+    calls = list(ModelCall.objects.filter(run=run).order_by("step_index"))
+    assert [c.prefix_len for c in calls] == [0, 3, 4]
+    assert call_messages(calls[-1]) == sent
+    # A recorder that starts afresh (a resumed run) shares nothing with what came before.
+    CallRecorder(run.pk)(ModelCallRecord(step_index=9, api="chat", messages=[*sent, {"role": "user", "content": "r"}]))
+    last = ModelCall.objects.get(run=run, step_index=9)
+    assert last.prefix_len == 0 and call_messages(last) == [*sent, {"role": "user", "content": "r"}]
 
 # --- the panel ---------------------------------------------------------------------------------------------------
 
