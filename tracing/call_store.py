@@ -121,6 +121,8 @@ def calls_record(batches: Sequence[tuple[int, Sequence[ModelCallRecord]]]) -> No
             digests = [digest_of(m) for m in call.messages]
             rows.append((run_id, call, _common_prefix(previous, digests)))
             previous = digests
+    if not rows:
+        return
     with transaction.atomic():
         _store(rows)
 

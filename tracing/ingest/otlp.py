@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tracing.ingest import payloads
+from tracing.model_calls import ModelCallRecord, prompt_segments
 from tracing.steps import Step
 
 # OTLP ids: 16-byte trace ids and 8-byte span ids, hex in JSON, raw in protobuf.
@@ -530,6 +531,95 @@ def _messages(attrs: dict, direction: str) -> list[dict]:
     return [response] if response is not None and (response["content"] or response["calls"]) else []
 
 
+# --- model calls ------------------------------------------------------------------
+
+# Request parameters under the GenAI conventions, by the names chat APIs use.
+_GENAI_PARAMS = {"gen_ai.request.temperature": "temperature", "gen_ai.request.max_tokens": "max_tokens",
+                 "gen_ai.request.top_p": "top_p", "gen_ai.request.top_k": "top_k", "gen_ai.request.seed": "seed",
+                 "gen_ai.request.stop_sequences": "stop", "gen_ai.request.frequency_penalty": "frequency_penalty",
+                 "gen_ai.request.presence_penalty": "presence_penalty"}
+
+
+def _chat_message(msg: dict) -> dict[str, Any]:
+    """A mapper message dict in the chat API's shape, which the call panel shows."""
+    out: dict[str, Any] = {"role": msg["role"] or "user",
+                           "content": msg["content"] if msg["content"] or not msg["calls"] else None}
+    if msg["reasoning"]:
+        out["reasoning"] = msg["reasoning"]
+    if msg["calls"]:
+        out["tool_calls"] = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": (
+            c["arguments"] if isinstance(c["arguments"], str) else _text(c["arguments"]))}} for c in msg["calls"]]
+    if msg["tool_call_id"]:
+        out["tool_call_id"] = msg["tool_call_id"]
+    return out
+
+
+def _call_params(attrs: dict) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    model = _first(attrs, ("gen_ai.request.model", *_MODEL_KEYS))
+    if model is not None:
+        params["model"] = _text(model)
+    params.update({name: attrs[key] for key, name in _GENAI_PARAMS.items() if key in attrs})
+    invocation = payloads.parse(attrs.get("llm.invocation_parameters"))
+    if isinstance(invocation, dict):
+        params.update(invocation)
+    tools = [payloads.parse(t) for t in _indexed_texts(attrs, "llm.tools.", ".tool.json_schema")]
+    tools = tools or payloads.parse(attrs.get("gen_ai.tool.definitions"))
+    if tools and isinstance(tools, list):
+        params["tools"] = tools
+    template = {part: payloads.parse(attrs[f"llm.prompt_template.{part}"])
+                for part in ("template", "variables", "version") if f"llm.prompt_template.{part}" in attrs}
+    if template:
+        params["prompt_template"] = template
+    return params
+
+
+def _call_response(attrs: dict, outputs: list[dict]) -> dict[str, Any] | None:
+    # OpenInference's openai instrumentation keeps the endpoint's JSON as the
+    # span's output: the raw response itself. Otherwise, the output messages
+    # the span carried, in a chat response's shape.
+    raw = payloads.parse(attrs.get("output.value")) if attrs.get("output.mime_type") == "application/json" else None
+    if isinstance(raw, dict) and ("choices" in raw or raw.get("object") == "response"):
+        return raw
+    if not outputs:
+        return None
+    reasons = attrs.get("gen_ai.response.finish_reasons", attrs.get("llm.finish_reason"))
+    reasons = [reasons] if isinstance(reasons, str) else reasons if isinstance(reasons, list) else []
+    response: dict[str, Any] = {"choices": [
+        {"index": i, "message": _chat_message(m), **({"finish_reason": reasons[i]} if i < len(reasons) else {})}
+        for i, m in enumerate(outputs)]}
+    if _first(attrs, ("gen_ai.response.id",)) is not None:
+        response["id"] = _text(attrs["gen_ai.response.id"])
+    if _first(attrs, ("gen_ai.response.model", "llm.model_name")) is not None:
+        response["model"] = _text(_first(attrs, ("gen_ai.response.model", "llm.model_name")))
+    return response
+
+
+def call_record(span: Span, step_index: int, inputs: list[dict], outputs: list[dict]) -> ModelCallRecord | None:
+    """The model call an LLM span describes, as far as it does; None when it
+    carries neither messages, parameters nor token counts."""
+    attrs = span.attrs
+    params = _call_params(attrs)
+    prompt_tokens = _int(_first(attrs, _PROMPT_TOKEN_KEYS))
+    completion_tokens = _int(_first(attrs, _COMPLETION_TOKEN_KEYS))
+    if not (inputs or outputs or set(params) - {"model"} or prompt_tokens or completion_tokens):
+        return None
+    prompts = _indexed_texts(attrs, "llm.prompts.", ".prompt.text")
+    if prompts and not any(k.startswith("llm.input_messages.") for k in attrs) and "gen_ai.input.messages" not in attrs:
+        api, messages = "completions", prompt_segments("".join(prompts))
+    else:
+        api, messages = "chat", [_chat_message(m) for m in inputs]
+        system = payloads.parse(attrs.get("gen_ai.system_instructions"))
+        if system and not any(m["role"] in ("system", "developer") for m in messages):
+            parts = system if isinstance(system, list) else [system]
+            text = "\n".join(_text(p.get("content")) if isinstance(p, dict) else _text(p) for p in parts)
+            messages.insert(0, {"role": "system", "content": text})
+    return ModelCallRecord(
+        step_index=step_index, api=api, messages=messages, params=params, response=_call_response(attrs, outputs),
+        error=(span.status_message or "the model call failed") if span.status == "error" else "",
+        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_ms=span.duration_ms)
+
+
 # The classic ReAct prompt ends with the newest observation: "Observation: ...\nThought:".
 _PROMPT_TAIL_RE = re.compile(r"Observation:[ \t]*((?:(?!\nObservation:).)*?)\s*\nThought:\s*$", re.S)
 
@@ -689,6 +779,7 @@ class _Mapper:
     def __init__(self, state: TraceState) -> None:
         self.state = state
         self.steps: list[Step] = []
+        self.calls: list[ModelCallRecord] = []
 
     def emit(self, kind: str, text: str = "", **fields: Any) -> Step:
         if fields.get("tool"):
@@ -761,6 +852,9 @@ class _Mapper:
         model = _first(attrs, _MODEL_KEYS)
         if model:
             first.meta["model"] = str(model)[:200]
+        call = call_record(span, first.index, inputs, outputs)
+        if call is not None:
+            self.calls.append(call)
 
     def input_results(self, span: Span, inputs: list[dict[str, Any]]) -> None:
         """Observations of earlier tool calls that a model call's input carries."""
@@ -928,6 +1022,11 @@ class _Mapper:
 
 def map_spans(spans: Iterable[Span], state: TraceState) -> list[Step]:
     """Steps for the spans of one trace, continuing from ``state`` (updated in place)."""
+    return map_trace(spans, state)[0]
+
+
+def map_trace(spans: Iterable[Span], state: TraceState) -> tuple[list[Step], list[ModelCallRecord]]:
+    """map_spans, with the model calls the LLM spans describe (at their turn's first step)."""
     mapper = _Mapper(state)
     for span, kind in sort_spans(spans):
         if not produces_steps(span, kind):
@@ -939,7 +1038,7 @@ def map_spans(spans: Iterable[Span], state: TraceState) -> list[Step]:
             mapper.tool(span)
         else:
             mapper.root(span)
-    return mapper.steps
+    return mapper.steps, mapper.calls
 
 
 def end_trace(state: TraceState) -> list[Step]:

@@ -18,6 +18,7 @@ from django.conf import settings as django_settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from tracing.call_store import calls_record
 from tracing.ingest.jsonapi import ApiError, Finish, RunRequest
 from tracing.ingest.otlp import (
     Span,
@@ -26,7 +27,7 @@ from tracing.ingest.otlp import (
     describe,
     end_trace,
     has_root,
-    map_spans,
+    map_trace,
     needs_rebuild,
     order_key,
     produces_steps,
@@ -46,6 +47,7 @@ from tracing.ingest.writes import (
     stored_span_ids,
     write_new_steps,
 )
+from tracing.model_calls import ModelCallRecord
 from tracing.models import ExternalRun, IngestedSpan, Step, get_run_model
 from tracing.recorder import add_to_summaries, clean_text, clean_value
 from tracing.signals import send_run_ended
@@ -286,8 +288,9 @@ def _stored_spans(ext: ExternalRun) -> list[Span]:
     return [Span.from_payload(p) for p in IngestedSpan.objects.filter(trace=ext).values_list("payload", flat=True)]
 
 
-def _trace_steps(ext: ExternalRun, new: Sequence[Span], state: TraceState) -> tuple[list[StepRecord], TraceState]:
-    """The steps the new spans give, and the trace's state after them."""
+def _trace_steps(ext: ExternalRun, new: Sequence[Span],
+                 state: TraceState) -> tuple[list[StepRecord], list[ModelCallRecord], TraceState]:
+    """The steps and model calls the new spans give, and the trace's state after them."""
     if ext.span_count and (state.deferred or needs_rebuild(new, state)):
         # A span that belongs before steps already written (a late batch). Re-
         # deriving the whole trace on every such batch is quadratic when an
@@ -296,11 +299,11 @@ def _trace_steps(ext: ExternalRun, new: Sequence[Span], state: TraceState) -> tu
         if not state.finished and not has_root(new):
             state.deferred = True
             state.last_key = max([state.last_key, *(order_key(s) for s in new)])
-            return [], state
+            return [], [], state
         reset_steps(ext.run_id)
         state = TraceState(seen_at=state.seen_at)
-        return map_spans([*_stored_spans(ext), *new], state), state
-    return map_spans(new, state), state
+        return *map_trace([*_stored_spans(ext), *new], state), state
+    return *map_trace(new, state), state
 
 
 @dataclass
@@ -313,12 +316,14 @@ class _Writes:
     states: list = field(default_factory=list)
     finishes: list = field(default_factory=list)
     promotions: list = field(default_factory=list)
+    calls: list = field(default_factory=list)
     ended: list[int] = field(default_factory=list)
 
     def flush(self) -> None:
         copy_spans(self.spans)
         # Indices come from the locked trace state, so they are new: COPY for all.
         write_new_steps(self.steps)
+        calls_record(self.calls)
         add_to_summaries(self.summaries)
         promote_finals(self.promotions)
         save_states(self.states)
@@ -334,12 +339,14 @@ def _ingest_trace(trace_id: str, ext: ExternalRun, new: list[Span], result: Otlp
     result.without_steps += sum(1 for s in new if classify(s) == "other" and not produces_steps(s, "other"))
     state = TraceState.from_dict(ext.state)
     was_finished = state.finished
-    steps, state = _trace_steps(ext, new, state)
+    steps, calls, state = _trace_steps(ext, new, state)
     state.seen_at = time.time()
     if state.promote:
         writes.promotions.append((ext.run_id, state.promote))
         state.promote = []
     writes.steps.append((ext.run_id, steps))
+    if calls:
+        writes.calls.append((ext.run_id, calls))
     writes.spans.extend((ext.pk, s.span_id, s.to_payload()) for s in new)
     writes.summaries.append((ext.run_id, RunSummary.of(steps)))
     writes.states.append((ext.pk, state.to_dict(), len(new)))
@@ -469,11 +476,12 @@ def traces_close_stale(*, older_than_s: float | None = None, analyse: bool = Tru
             if state.deferred:
                 reset_steps(ext.run_id)
                 state = TraceState(seen_at=state.seen_at)
-                steps = map_spans(_stored_spans(ext), state)
+                steps, calls = map_trace(_stored_spans(ext), state)
             else:
-                steps = []
+                steps, calls = [], []
             steps += end_trace(state)
             write_new_steps([(ext.run_id, steps)])
+            calls_record([(ext.run_id, calls)])
             add_to_summaries([(ext.run_id, RunSummary.of(steps))])
             promote_finals([(ext.run_id, state.promote)])
             state.promote = []

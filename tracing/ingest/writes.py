@@ -23,7 +23,7 @@ from django.db import connection, models
 from django.db.models import F
 from django.utils import timezone
 
-from tracing.models import ApiToken, ExternalRun, IngestedSpan, Step, get_run_model
+from tracing.models import ApiToken, ExternalRun, IngestedSpan, ModelCall, Step, get_run_model
 from tracing.recorder import add_to_summaries, clean_json, clean_text
 from tracing.steps import Step as StepRecord
 from tracing.steps import role_of
@@ -177,8 +177,9 @@ def append_steps(run_id: int, steps: Sequence[StepRecord]) -> Appended:
 
 
 def reset_steps(run_id: int) -> None:
-    """Remove a run's steps and zero its summary (an OTLP trace re-derived in order)."""
+    """Remove a run's steps and model calls and zero its summary (an OTLP trace re-derived in order)."""
     Step.objects.filter(run_id=run_id).delete()
+    ModelCall.objects.filter(run_id=run_id).delete()
     get_run_model().objects.filter(pk=run_id).update(**RunSummary().columns())
 
 

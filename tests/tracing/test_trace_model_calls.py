@@ -1,0 +1,138 @@
+"""An ingested trace's LLM spans as model calls: opening the call on an OTLP
+run shows the messages, parameters, tools, output and usage the span carried."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.projects import project_of
+from tracing.call_store import call_messages
+from tracing.ingest.writes import token_create
+from tracing.models import ModelCall, Step
+
+pytestmark = pytest.mark.django_db
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+MS = 1_000_000
+T0 = 1_700_000_000_000 * MS
+SYSTEM = "You are a weather agent."
+QUESTION = "How warm is Paris?"
+TOOL = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
+
+
+def _attr(key, value):
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    if isinstance(value, float):
+        return {"key": key, "value": {"doubleValue": value}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _span(n: int, start_ms: int, attrs: dict, *, parent: str = "", dur_ms: int = 40, name: str = "span") -> dict:
+    return {"traceId": TRACE, "spanId": f"{n:016x}", "parentSpanId": parent, "name": name,
+            "startTimeUnixNano": str(T0 + start_ms * MS), "endTimeUnixNano": str(T0 + (start_ms + dur_ms) * MS),
+            "attributes": [_attr(k, v) for k, v in attrs.items()]}
+
+
+def _oi_llm(n: int, start_ms: int, inputs: list[dict], output: dict, tokens: tuple[int, int]) -> dict:
+    attrs = {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini",
+             "llm.invocation_parameters": json.dumps({"temperature": 0.2, "max_tokens": 300}),
+             "llm.tools.0.tool.json_schema": json.dumps(TOOL),
+             "llm.token_count.prompt": tokens[0], "llm.token_count.completion": tokens[1],
+             "llm.output_messages.0.message.role": "assistant"}
+    for i, msg in enumerate(inputs):
+        attrs[f"llm.input_messages.{i}.message.role"] = msg["role"]
+        attrs[f"llm.input_messages.{i}.message.content"] = msg["content"]
+        if msg.get("tool_call_id"):
+            attrs[f"llm.input_messages.{i}.message.tool_call_id"] = msg["tool_call_id"]
+    if output.get("content"):
+        attrs["llm.output_messages.0.message.content"] = output["content"]
+    for j, call in enumerate(output.get("calls", [])):
+        prefix = f"llm.output_messages.0.message.tool_calls.{j}.tool_call."
+        attrs.update({prefix + "id": call[0], prefix + "function.name": call[1], prefix + "function.arguments": call[2]})
+    return _span(n, start_ms, attrs, parent="0000000000000001", name="ChatCompletion")
+
+
+def _post(client, user, spans: list[dict]):
+    token = token_create(user=user, project_id=project_of(user).pk, name=f"t{len(spans)}-{spans[0]['spanId']}")[1]
+    body = {"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "weather-agent")]},
+                               "scopeSpans": [{"spans": spans}]}]}
+    response = client.generic("POST", "/v1/traces", json.dumps(body).encode(), content_type="application/json",
+                              HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 200, response.content
+    return response
+
+
+def _weather_trace() -> tuple[list[dict], list[dict]]:
+    first_in = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+    second_in = [*first_in, {"role": "assistant", "content": ""},
+                 {"role": "tool", "content": "18 C and sunny", "tool_call_id": "call_1"}]
+    first = [_oi_llm(2, 0, first_in, {"calls": [("call_1", "weather", '{"city": "Paris"}')]}, (120, 15)),
+             _span(3, 50, {"openinference.span.kind": "TOOL", "tool.name": "weather",
+                           "input.value": '{"city": "Paris"}', "output.value": "18 C and sunny"},
+                   parent="0000000000000001", dur_ms=5)]
+    second = [_oi_llm(4, 60, second_in, {"content": "It is 18 C in Paris."}, (160, 9)),
+              _span(1, 0, {"openinference.span.kind": "AGENT", "input.value": QUESTION,
+                           "output.value": "It is 18 C in Paris."}, dur_ms=120, name="agent")]
+    return first, second
+
+
+def test_an_llm_span_becomes_the_model_call_it_describes(client, auth_client, user):
+    first, second = _weather_trace()
+    _post(client, user, first)  # the exporter sends the trace in two batches
+    _post(client, user, second)
+    calls = list(ModelCall.objects.select_related("tools", "params_ref").order_by("step_index"))
+    assert len(calls) == 2
+    run_id = calls[0].run_id
+    thoughts = list(Step.objects.filter(run_id=run_id).exclude(prompt_tokens=0).values_list("index", flat=True))
+    assert [c.step_index for c in calls] == thoughts
+    one, two = calls
+    assert call_messages(one) == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+    assert call_messages(two)[-1] == {"role": "tool", "content": "18 C and sunny", "tool_call_id": "call_1"}
+    assert one.params == {"model": "gpt-4o-mini", "temperature": 0.2, "max_tokens": 300}
+    assert one.tools.body == [TOOL]
+    assert one.response["choices"][0]["message"]["tool_calls"][0]["function"] == {
+        "name": "weather", "arguments": '{"city": "Paris"}'}
+    assert two.response["choices"][0]["message"]["content"] == "It is 18 C in Paris."
+    assert (one.prompt_tokens, one.completion_tokens, one.latency_ms) == (120, 15, 40.0)
+
+    page = auth_client.get(f"/runs/{run_id}/calls/{two.step_index}/", HTTP_HX_REQUEST="true")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "18 C and sunny" in text and SYSTEM in text and "It is 18 C in Paris." in text
+
+
+def test_genai_json_messages_and_request_parameters_are_the_call(client, user):
+    inputs = [{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]
+    outputs = [{"role": "assistant", "parts": [{"type": "text", "content": "Warm."}], "finish_reason": "stop"}]
+    llm = _span(2, 0, {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4.1",
+                       "gen_ai.request.temperature": 0.5, "gen_ai.request.max_tokens": 64,
+                       "gen_ai.system_instructions": json.dumps([{"type": "text", "content": SYSTEM}]),
+                       "gen_ai.input.messages": json.dumps(inputs), "gen_ai.output.messages": json.dumps(outputs),
+                       "gen_ai.response.finish_reasons": "stop",
+                       "gen_ai.usage.input_tokens": 30, "gen_ai.usage.output_tokens": 2})
+    _post(client, user, [llm])
+    call = ModelCall.objects.get()
+    assert call_messages(call) == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+    assert call.params == {"model": "gpt-4.1", "temperature": 0.5, "max_tokens": 64}
+    assert call.response["choices"][0] == {"index": 0, "finish_reason": "stop",
+                                           "message": {"role": "assistant", "content": "Warm."}}
+    assert (call.prompt_tokens, call.completion_tokens) == (30, 2)
+
+
+def test_a_trace_rebuilt_in_order_keeps_one_call_per_turn(client, user):
+    first, second = _weather_trace()
+    _post(client, user, second)  # the later half first: the steps are derived again when the rest comes
+    _post(client, user, first)
+    calls = list(ModelCall.objects.order_by("step_index"))
+    assert len(calls) == 2
+    assert call_messages(calls[1])[0] == {"role": "system", "content": SYSTEM}
+
+
+def test_an_llm_span_without_content_or_usage_records_no_call(client, user):
+    _post(client, user, [_span(2, 0, {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"})])
+    assert Step.objects.count() == 1 and not ModelCall.objects.exists()
