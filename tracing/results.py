@@ -120,7 +120,9 @@ class Reading:
 
 
 # A text-mode call keeps its brackets in the argument ("execute[SELECT …]").
-_WRAPPED_RE = re.compile(r"^\s*[A-Za-z_]\w*\[(.*)\]\s*$", re.S)
+# A model that runs on into the next turn ("execute[…]\nObservation 7") still
+# sent the command in the brackets.
+_WRAPPED_RE = re.compile(r"^\s*[A-Za-z_]\w*\[(.*)\]\s*(?:Observation\b[^\]]*)?$", re.S)
 
 
 def _unwrap(text: str) -> str:

@@ -257,6 +257,40 @@ def test_a_table_name_no_result_showed_is_invented():
     assert rep.first_break == 2 and "cars_data" in rep.reason
 
 
+def test_a_program_the_next_command_runs_is_no_invented_name():
+    run = (
+        Run().call("bash", "find /workspace").result("bash", "/workspace/a.txt /workspace/b.txt")
+        .thought("I can use the md5sum command to hash each file.")
+        .call("bash", "find /workspace -type f -exec md5sum {} + | sort")
+    )
+    assert run.report().first_break is None
+
+
+def test_an_empty_query_result_acknowledged_after_a_run_on_action():
+    # The model ran on into the next turn after its command ("…]\nObservation 7");
+    # the command in the brackets is still a read whose empty answer may be the answer.
+    run = Run()
+    run._add(kind="action", tool="sql", text="execute[SELECT name FROM singer WHERE age > 90]\nObservation 7",
+             args="execute[SELECT name FROM singer WHERE age > 90]\nObservation 7")
+    run.result("sql", "[]").thought("The query ran but there are no results: no singer is over 90. I am done.")
+    assert run.report().first_break is None
+
+
+@pytest.mark.parametrize(
+    ("printed", "flag", "grounded"),
+    [
+        ("48", "picoCTF{00000030}", True),  # the printed integer in hex, as the flag format asks
+        ("49", "picoCTF{00000030}", False),
+        ("( p ) ( i ) ( c ) ( o ) ( C ) ( T ) ( F ) ( { ) ( f ) ( 0 ) ( r ) ( 3 ) ( n ) ( s ) ( 1 ) ( c ) ( 5 ) ( } )",
+         "picoCTF{f0r3ns1c5}", True),  # read off ASCII art, letter by letter
+        ("( p ) ( i ) ( c ) ( o )", "picoCTF{f0r3ns1c5}", False),
+    ],
+)
+def test_a_flag_is_grounded_by_what_was_printed_in_another_form(printed, flag, grounded):
+    run = Run().call("bash", "python3 solve.py").result("bash", printed).final(f"submit {flag}", tool="submit")
+    assert (run.report().first_break is None) is grounded
+
+
 def test_a_thought_quoting_an_observation_that_never_came():
     run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
     rep = run.report()

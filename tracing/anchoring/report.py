@@ -1082,6 +1082,13 @@ class _Pass:
         chunks = [c for c in re.split(r"[_\W]+", inner) if len(c) >= 4]
         if chunks and all(c in self.flag_text for c in chunks):
             return  # printed in pieces ("part 2/3: …")
+        if re.fullmatch(r"[0-9a-f]{1,16}", inner) and re.search(
+            rf"(?<![\w.]){int(inner, 16)}(?![\w.])", self.flag_text
+        ):
+            return  # a printed integer written in hex, as the flag format asks ("48" -> 00000030)
+        squeezed = re.sub(r"[\W_]+", "", inner)
+        if len(squeezed) >= 8 and squeezed in re.sub(r"[\W_]+", "", self.flag_text):
+            return  # spelt out letter by letter (ASCII art, "( p ) ( i ) ( c ) …")
         self._break(step.index, "unsupported_claim", (
             f"the final answer at step {step.index} submits {_quote(flag, 60)}, which no result printed"
         ), {"claim": flag[:200], "missing": [flag[:80]]})
@@ -1346,6 +1353,11 @@ def _next_calls(steps: Sequence[Step], ahead: int = 2) -> dict[int, set[str]]:
     return out
 
 
+_PROGRAM_RE = re.compile(
+    r"(?:^\s*(?:[A-Za-z_]\w*\[)?|[|;&]\s*|\$\(\s*|-exec(?:dir)?\s+|\bxargs\s+(?:-\S+\s+)*|\bsudo\s+)([\w.-]+)"
+)
+
+
 def _looked_up(steps: Sequence[Step]) -> dict[int, set[str]]:
     """For each thought, the identifiers its next read looks up: the
     arguments of a read call, minus the program it runs."""
@@ -1361,8 +1373,9 @@ def _looked_up(steps: Sequence[Step]) -> dict[int, set[str]]:
             if is_read_call(step.tool, args):
                 text = _args_text(args) or step.text or ""
                 ids = set(extract(text).ids)
-                program = re.match(r"\s*([\w.-]+)", text)
-                if program:
+                # Programs a pipeline runs are tools, not what it looks up
+                # ("find … -exec md5sum {} +", "… | sha256sum").
+                for program in _PROGRAM_RE.finditer(text):
                     ids.discard(program.group(1).lower())
                 for index in waiting:
                     out.setdefault(index, set()).update(ids)
