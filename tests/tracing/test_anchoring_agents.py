@@ -291,6 +291,20 @@ def test_a_flag_is_grounded_by_what_was_printed_in_another_form(printed, flag, g
     assert (run.report().first_break is None) is grounded
 
 
+def test_facts_stated_after_planning_a_lookup_that_was_never_made():
+    run = (Run().thought("I need to search Jaclyn Stapp and find the band of her husband.")
+           .thought("Jaclyn Stapp is married to Scott Stapp, the voice of the band Creed.")
+           .call("Search", "Creed"))
+    rep = run.report(task="When did the band of Jaclyn Stapp's husband disband?")
+    assert rep.first_break == 1 and rep.evidence["pattern"] == "phantom_call"
+    assert "step 0" in rep.reason
+    # The same facts after the search was made (and answered) are no phantom.
+    made = (Run().thought("I need to search Jaclyn Stapp and find the band of her husband.")
+            .call("Search", "Jaclyn Stapp").result("Search", "Jaclyn Stapp is the wife of Scott Stapp of Creed.")
+            .thought("Jaclyn Stapp is married to Scott Stapp, the voice of the band Creed."))
+    assert made.report(task="When did the band of Jaclyn Stapp's husband disband?").first_break is None
+
+
 def test_a_thought_quoting_an_observation_that_never_came():
     run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
     rep = run.report()

@@ -205,3 +205,12 @@ LOOKED_UP_RE = re.compile(
     r"retrieved|pulled up)\b",
     re.IGNORECASE,
 )
+
+
+# A sentence that says which lookup comes next ("I need to search Tim Kaine",
+# "Next, I will query the orders table").
+LOOKUP_PLAN_RE = re.compile(
+    r"\b(?:i need to|i should|i will|i'll|i can|i have to|i must|let me|let's|next,? i)\b[^.;]{0,40}?"
+    r"\b(?:search|look up|lookup|query|fetch|retrieve)\b",
+    re.IGNORECASE,
+)

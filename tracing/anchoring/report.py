@@ -72,6 +72,7 @@ from tracing.anchoring.phrases import (
     LOOKED_UP_RE,
     NEGATED_RE,
     NOW_ACTION_RE,
+    LOOKUP_PLAN_RE,
     PLAN_RE,
     PROTOCOL_FINAL_RE,
     SUCCESS_RE,
@@ -576,6 +577,10 @@ class _Pass:
         # Since the agent last spoke: tool results come back, calls made.
         self.results_since_statement = 0
         self.calls_since_statement: set[str] = set()
+        # A lookup the agent said it would make ("I need to search Tim Kaine")
+        # and has not made yet: facts stated before it is made read a page
+        # that never came.
+        self.unmade_lookup: tuple[int, str] | None = None
         self.told_since_statement = False
         self.recent_calls: deque[str] = deque(maxlen=2)
         # Whether any call was made at all (None: the agent has run nothing).
@@ -595,6 +600,7 @@ class _Pass:
     # -- observations ----------------------------------------------------------
     def feed(self, step: Step) -> None:
         if step.kind == "observation":
+            self.unmade_lookup = None
             role = role_of(step)
             if role == "tool":
                 self._tool_result(step)
@@ -742,7 +748,9 @@ class _Pass:
             return
         if not self.seen_observation:
             # Before the first observation the agent can only plan from the
-            # task; nothing to be anchored to yet.
+            # task; nothing to be anchored to yet, but a lookup it skipped.
+            if statement and not code and not _is_final(step):
+                self._before_looking(step, text)
             return
         judged = self.judged
         if sal.units and judged is not None:
@@ -763,11 +771,13 @@ class _Pass:
         elif statement:
             if not code:
                 self._statement(step, text)
+                self._note_lookup_plan(step, text)
             self.turn_thoughts.append((step.index, text))
             self.results_since_statement, self.calls_since_statement = 0, set()
             self.told_since_statement = False
 
     def _call(self, step: Step, sal: Salient) -> None:
+        self.unmade_lookup = None
         self.calls_since_statement.add((step.tool or "").strip().lower())
         if self.ran is None and not _is_final(step):
             self.ran = False  # something was run; its result may come
@@ -854,6 +864,8 @@ class _Pass:
             if missing and planned is not None and not self._reads_failed_call(sentence, last):
                 # Values the thought plans to use in the call it goes on to make.
                 missing = [u for u in missing if not _in_plan(u, planned)]
+            if missing and self._unmade_lookup_break(step, sentence, missing):
+                return
             if missing and self._from_memory(step, sentence, missing):
                 return
             if missing:
@@ -1153,6 +1165,33 @@ class _Pass:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return True
         return False
+
+    def _unmade_lookup_break(self, step: Step, sentence: str, missing: list[str]) -> bool:
+        if self.unmade_lookup is None or is_reply(step):
+            return False
+        planned_at, plan = self.unmade_lookup
+        shown = ", ".join(_surface(u, sentence) for u in missing[:3])
+        self._break(step.index, "phantom_call", (
+            f"the thought at step {planned_at} planned a lookup ({_quote(plan, 80)}) that was never made; "
+            f"the {_what(step)} at step {step.index} states {shown} as if it had been read"
+        ), {"claim": sentence[:200], "missing": missing[:5], "plan_step": planned_at})
+        return True
+
+    def _before_looking(self, step: Step, text: str) -> None:
+        """Before the first observation a thought can only plan from the task;
+        but one that states facts right after planning the lookup that would
+        give them acts as if the lookup had been made."""
+        if self.unmade_lookup is not None:
+            for sentence in _claim_sentences(text):
+                missing = _unsupported_units(extract(sentence), self.evidence, sentence)
+                if missing and self._unmade_lookup_break(step, sentence, missing):
+                    return
+        self._note_lookup_plan(step, text)
+
+    def _note_lookup_plan(self, step: Step, text: str) -> None:
+        plan = next((x for x in split_sentences(text) if LOOKUP_PLAN_RE.search(x)), None)
+        if plan:
+            self.unmade_lookup = (step.index, plan)
 
     def _from_memory(self, step: Step, sentence: str, missing: list[str]) -> bool:
         """A thought of the final turn stating the answer from the model's own
