@@ -305,6 +305,23 @@ def test_facts_stated_after_planning_a_lookup_that_was_never_made():
     assert made.report(task="When did the band of Jaclyn Stapp's husband disband?").first_break is None
 
 
+def test_a_whole_number_is_not_grounded_as_a_product_of_two_page_numbers():
+    order = {"order_id": "#W5", "address": {"address1": "157 Oak Street"}, "items": 16, "pages": 10}
+    run = Run().call("get_order_details", {"order_id": "#W5"}).result("get_order_details", order)
+    bad = run.reply("Your order was shipped to 160 Oak Street.").report()
+    assert bad.first_break == 2 and "160" in bad.reason
+
+
+def test_an_offer_to_the_user_still_quotes_the_record():
+    user = {"payment_methods": {"credit_card_1": {"brand": "visa", "last_four": "8902"}}}
+    run = Run().call("get_user_details", {"user_id": "u1"}).result("get_user_details", user)
+    bad = run.reply("You can change the payment method to your Visa card ending in 8905.").report()
+    assert bad.first_break == 2 and "8905" in bad.reason
+    good = Run()
+    good.steps = run.steps[:2]
+    assert good.reply("You can change the payment method to your Visa card ending in 8902.").report().first_break is None
+
+
 def test_a_thought_quoting_an_observation_that_never_came():
     run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
     rep = run.report()

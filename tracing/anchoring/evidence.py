@@ -180,6 +180,10 @@ class Evidence:
                     _matches(a + b, written) or _matches(abs(a - b), written)
                 ):
                     return True
+                if integer and a not in own_set and b not in own_set:
+                    # The same for products and ratios: some two of a page's
+                    # numbers multiply to almost any whole number (160 = 16 x 10).
+                    continue
                 if _matches(a * b, written) or _matches(a * b / 100, written):
                     return True
                 if b and (_matches(a / b, written) or _matches(100 * a / b, written)):

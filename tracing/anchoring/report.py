@@ -399,6 +399,21 @@ def _not_a_claim(sentence: str) -> bool:
     return bool(PLAN_RE.match(head) or INSTRUCTION_RE.match(head))
 
 
+# Values only a record gives: long numbers (card endings, zip codes), amounts
+# with cents, identifiers with digits.
+_RECORD_VALUE_RE = re.compile(r"\d{4,}|\d+\.\d\d|(?=\S*\d)(?=\S*[a-z])[\w#-]{4,}")
+
+
+def _instructions(text: str) -> list[str]:
+    """Sentences that tell the user what to do (not plans, questions or examples)."""
+    out = []
+    for sentence in split_sentences(text):
+        head = _LIST_MARK_RE.sub("", sentence.strip())
+        if INSTRUCTION_RE.match(head) and not sentence.rstrip().endswith(("?", "？")) and not EXAMPLE_RE.search(sentence):
+            out.append(head)
+    return out
+
+
 def _claim_sentences(text: str) -> list[str]:
     out = []
     for sentence in split_sentences(text):
@@ -868,6 +883,14 @@ class _Pass:
                 return
             if missing and self._from_memory(step, sentence, missing):
                 return
+            if missing:
+                self._claim_break(step, _what(step), sentence, missing, self.judged)
+                return
+        for sentence in _instructions(text):
+            # "You can change it to your Visa ending in 8905": an offer to the
+            # user still quotes the record it rests on.
+            missing = [u for u in _unsupported_units(extract(sentence), self.evidence, sentence, statement_numbers)
+                       if _RECORD_VALUE_RE.fullmatch(u)]
             if missing:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return
