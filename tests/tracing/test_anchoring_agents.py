@@ -322,6 +322,21 @@ def test_an_offer_to_the_user_still_quotes_the_record():
     assert good.reply("You can change the payment method to your Visa card ending in 8902.").report().first_break is None
 
 
+def test_a_column_the_schema_did_not_list():
+    run = (Run().call("sql", "DESC conductor")
+           .result("sql", "[('Conductor_ID', 'int'), ('Name', 'text'), ('Age', 'int')]"))
+    bad = Run()
+    bad.steps = list(run.steps)
+    rep = bad.thought("The conductor table has a Nationality field. I can count the nationalities.").report()
+    assert rep.first_break == 2 and "Nationality" in rep.reason
+    good = Run()
+    good.steps = list(run.steps)
+    assert good.thought("The conductor table has an Age column I can average.").report().first_break is None
+    wonder = Run()
+    wonder.steps = list(run.steps)
+    assert wonder.thought("I should check if the orchestra table has a Nationality column.").report().first_break is None
+
+
 def test_a_thought_quoting_an_observation_that_never_came():
     run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
     rep = run.report()

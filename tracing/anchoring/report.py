@@ -399,6 +399,19 @@ def _not_a_claim(sentence: str) -> bool:
     return bool(PLAN_RE.match(head) or INSTRUCTION_RE.match(head))
 
 
+# A column or field named as such: "the `Horsepower` column", "a Nationality
+# field", "column Hometown".
+_COLUMN_RE = re.compile(
+    r"`(\w+)`\s+(?:column|field)s?\b|\b([A-Z]\w*|\w*_\w*)\s+(?:column|field)s?\b|\b(?:column|field)\s+`?([A-Z]\w*|\w*_\w*)`?"
+)
+# Wondering, not asserting: "check if the table has a Country column".
+_WONDER_RE = re.compile(r"\b(?:if|whether)\b", re.IGNORECASE)
+
+
+def _column_names(sentence: str) -> list[str]:
+    return [next(g for g in m.groups() if g) for m in _COLUMN_RE.finditer(sentence)]
+
+
 # Values only a record gives: long numbers (card endings, zip codes), amounts
 # with cents, identifiers with digits.
 _RECORD_VALUE_RE = re.compile(r"\d{4,}|\d+\.\d\d|(?=\S*\d)(?=\S*[a-z])[\w#-]{4,}")
@@ -1177,6 +1190,10 @@ class _Pass:
             ids = [i for i in extract(sentence).ids if _IDENTIFIER_LIKE_RE.match(i)]
             missing = [i for i in ids if not self.evidence.id_supported(i)]
             plan = PLAN_RE.match(_LIST_MARK_RE.sub("", sentence.strip()))
+            if not plan and self.seen_observation and not _WONDER_RE.search(sentence):
+                # "The conductor table has a Nationality field" after DESC
+                # listed its columns: a column is a name that was read.
+                missing += [c for c in _column_names(sentence) if not self._column_known(c) and c not in missing]
             if missing and plan and not self.seen_observation:
                 continue  # before it has looked at anything, a plan can only guess
             if missing and plan:
@@ -1188,6 +1205,10 @@ class _Pass:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return True
         return False
+
+    def _column_known(self, name: str) -> bool:
+        low = name.lower()
+        return low in self.evidence.words or self.evidence.id_supported(low)
 
     def _unmade_lookup_break(self, step: Step, sentence: str, missing: list[str]) -> bool:
         if self.unmade_lookup is None or is_reply(step):
