@@ -337,6 +337,16 @@ def test_a_column_the_schema_did_not_list():
     assert wonder.thought("I should check if the orchestra table has a Nationality column.").report().first_break is None
 
 
+def test_the_answer_stated_right_after_its_search_failed_is_no_recollection():
+    run = (Run().call("Search", "Stronger Together (book)")
+           .result("Search", "Stronger Together is a 2016 book by Hillary Clinton and her running mate Tim Kaine.")
+           .thought("Tim Kaine is the running mate. I need to search Tim Kaine and find the state he is from.")
+           .call("Search", "Tim Kaine").result("Search", "Invalid Action. Valid Actions are Search[<topic>].")
+           .thought("Tim Kaine is from Virginia, so the answer is Virginia.").final("Virginia"))
+    rep = run.report(task="Which state is the running mate of the author of Stronger Together from?")
+    assert rep.first_break == 5 and "Virginia" in rep.reason
+
+
 def test_a_thought_quoting_an_observation_that_never_came():
     run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
     rep = run.report()

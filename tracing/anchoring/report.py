@@ -894,7 +894,9 @@ class _Pass:
                 missing = [u for u in missing if not _in_plan(u, planned)]
             if missing and self._unmade_lookup_break(step, sentence, missing):
                 return
-            if missing and self._from_memory(step, sentence, missing):
+            # Right after the search for it failed, a fact about what it asked
+            # for is written as read, not recalled.
+            if missing and not self._reads_failed_call(sentence, last) and self._from_memory(step, sentence, missing):
                 return
             if missing:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
