@@ -5,6 +5,8 @@ COPY pyproject.toml ./
 COPY agentlab agentlab
 COPY runs runs
 COPY tracing tracing
+# llama.cpp for any x86-64 with AVX2: a native build crashes on some CPUs (see Makefile).
+ENV CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 RUN pip install --no-cache-dir -e ".[local]"
 COPY . .
 ENV PYTHONUNBUFFERED=1

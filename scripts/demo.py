@@ -289,7 +289,7 @@ class Demo:
         reqs = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["local"]
         log = LOG_DIR / "localmodel-build.log"
         log.write_text("")
-        self.build = self.spawn("build", [PY, "-m", "pip", "install", "-v", "--no-input", *reqs], log=log.name,
+        self.build = self.spawn("build", [PY, "-m", "pip", "install", "-v", "--no-input", "--no-cache-dir", *reqs], log=log.name,
                                 nice=10)
         self.build_started = time.monotonic()
         self.set_state(localmodel.BUILDING, log=_show(log))
