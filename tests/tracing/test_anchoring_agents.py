@@ -144,6 +144,17 @@ def test_a_value_from_another_record_is_a_wrong_record():
     assert "#w2" in rep.reason.lower()
 
 
+def test_an_exchange_is_judged_on_what_it_is_exchanged_for():
+    product = {"name": "Wireless Earbuds", "variants": {
+        "111": {"item_id": "111", "options": {"water resistance": "IPX7"}, "price": 258.97},
+        "222": {"item_id": "222", "options": {"water resistance": "IPX4"}, "price": 232.49},
+        "333": {"item_id": "333", "options": {"water resistance": "IPX4"}, "price": 91.78}}}
+    run = Run().call("get_product_details", {"product_id": "9"}).result("get_product_details", product)
+    rep = run.reply("You want to exchange the earbuds with IPX7 (item ID: 111, price: $258.97) for the earbuds "
+                    "with IPX4 (item ID: 222, price: $91.78).").report()
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record"
+
+
 def test_a_value_from_before_an_update_is_stale():
     cancelled = dict(ORDER, status="cancelled")
     run = (

@@ -176,6 +176,15 @@ def _sentence_terms(sentence: str) -> set[str]:
 
 # The word that introduces a change's target: "changed to", "swapped for".
 _TARGET_RE = re.compile(r"\b(?:to|for|with|into)\b(?!\s+(?:your|you|me|us|them|him|her|my|our)\b)", re.IGNORECASE)
+# The word that introduces the new value after each verb: one exchanges A
+# *for* B ("the earbud with IPX7 for the one with IPX4": not the first
+# "with"), replaces A *with* B, changes A *to* B.
+_TARGET_BY_VERB = {
+    verb: re.compile(rf"\b{word}\b(?!\s+(?:your|you|me|us|them|him|her|my|our)\b)", re.IGNORECASE)
+    for verbs, word in ((("exchang", "swap", "switch", "trad"), "for"), (("replac",), "with"),
+                        (("updat", "chang", "modif", "convert", "mov", "set", "transfer"), "(?:to|into)"))
+    for verb in verbs
+}
 
 # A sentence about changing a record ("update the address to …", "swapped for").
 _CHANGE_RE = re.compile(
@@ -309,7 +318,9 @@ class RecordIndex:
         if change:
             # A change names the old and the new in one breath: judge only what
             # it says of its target ("swapped … for the 20MP camera (item X)").
-            target = _TARGET_RE.search(sentence, change.end())
+            verb = change.group(0).lower()
+            by_verb = next((rx for stem, rx in _TARGET_BY_VERB.items() if verb.startswith(stem)), None)
+            target = (by_verb and by_verb.search(sentence, change.end())) or _TARGET_RE.search(sentence, change.end())
             if target is None:
                 return None
             sentence = sentence[target.end():]
