@@ -358,6 +358,16 @@ def test_the_answer_stated_right_after_its_search_failed_is_no_recollection():
     assert rep.first_break == 5 and "Virginia" in rep.reason
 
 
+def test_not_finding_a_record_still_names_the_one_asked_for():
+    run = Run().user("My order is #9502127.").call("get_order_details", {"order_id": "#9502127"}).result(
+        "get_order_details", "Error: order not found")
+    bad = run.reply("I'm sorry, but I couldn't find an order with ID #9502114.").report()
+    assert bad.first_break == 3 and "9502114" in bad.reason
+    good = Run()
+    good.steps = run.steps[:3]
+    assert good.reply("I'm sorry, but I couldn't find an order with ID #9502127.").report().first_break is None
+
+
 def test_a_thought_quoting_an_observation_that_never_came():
     run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
     rep = run.report()

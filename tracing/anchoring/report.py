@@ -412,6 +412,13 @@ def _column_names(sentence: str) -> list[str]:
     return [next(g for g in m.groups() if g) for m in _COLUMN_RE.finditer(sentence)]
 
 
+_NOT_FOUND_RE = re.compile(
+    r"\b(?:could ?n[o']t|can ?n[o']t|cannot|unable to|did ?n[o']t|was ?n[o']t able to|not able to)\s+"
+    r"(?:find|locate|see|access|retrieve)\b|\bno (?:order|record|account|user|item|entry) (?:with|for|matching)\b",
+    re.IGNORECASE,
+)
+
+
 # Values only a record gives: long numbers (card endings, zip codes), amounts
 # with cents, identifiers with digits.
 _RECORD_VALUE_RE = re.compile(r"\d{4,}|\d+\.\d\d|(?=\S*\d)(?=\S*[a-z])[\w#-]{4,}")
@@ -901,9 +908,10 @@ class _Pass:
             if missing:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return
-        for sentence in _instructions(text):
-            # "You can change it to your Visa ending in 8905": an offer to the
-            # user still quotes the record it rests on.
+        # "You can change it to your Visa ending in 8905": an offer to the user
+        # still quotes the record it rests on; "I couldn't find order
+        # #9502114" claims nothing was found, but names the order asked for.
+        for sentence in [*_instructions(text), *(x for x in split_sentences(text) if _NOT_FOUND_RE.search(x))]:
             missing = [u for u in _unsupported_units(extract(sentence), self.evidence, sentence, statement_numbers)
                        if _RECORD_VALUE_RE.fullmatch(u)]
             if missing:
