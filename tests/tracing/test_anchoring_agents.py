@@ -368,6 +368,17 @@ def test_not_finding_a_record_still_names_the_one_asked_for():
     assert good.reply("I'm sorry, but I couldn't find an order with ID #9502127.").report().first_break is None
 
 
+def test_finding_what_the_agent_already_holds_needs_no_new_sighting():
+    run = (Run().call("take", "take watch 1 from dresser 1").result("take", "You pick up the watch 1 from the dresser 1.")
+           .call("go to", "go to safe 1").result("go to", "The safe 1 is open. In it, you see a cellphone 3.")
+           .thought("Now I find a watch (1). Next, I need to put it in/on safe 1."))
+    assert run.report(task="put some watch on safe.").first_break is None
+    other = (Run().call("take", "take watch 1 from dresser 1").result("take", "You pick up the watch 1 from the dresser 1.")
+             .call("go to", "go to safe 1").result("go to", "The safe 1 is open. In it, you see a cellphone 3.")
+             .thought("Now I find a watch (2). Next, I need to take it."))
+    assert other.report(task="put two watches on safe.").first_break == 4
+
+
 def test_a_thought_quoting_an_observation_that_never_came():
     run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
     rep = run.report()

@@ -412,6 +412,8 @@ def _column_names(sentence: str) -> list[str]:
     return [next(g for g in m.groups() if g) for m in _COLUMN_RE.finditer(sentence)]
 
 
+# Calls that put something in the agent's hands.
+HOLD_RE = re.compile(r"(?:\w+\s+)?(?:take|pick|grab|get|collect)\b", re.IGNORECASE)
 _NOT_FOUND_RE = re.compile(
     r"\b(?:could ?n[o']t|can ?n[o']t|cannot|unable to|did ?n[o']t|was ?n[o']t able to|not able to)\s+"
     r"(?:find|locate|see|access|retrieve)\b|\bno (?:order|record|account|user|item|entry) (?:with|for|matching)\b",
@@ -593,6 +595,9 @@ class _Pass:
         # and since the user's latest turn.
         self.catalogue = _tool_names(context, steps)
         self.done_tools: set[str] = set()
+        # What the agent picked up and holds ("take watch 1 from dresser 1"
+        # succeeded): "Now I find a watch (1)" later needs no new sighting.
+        self.held: Evidence = Evidence()
         self.done_texts: deque[str] = deque(maxlen=200)
         self.calls_since_user = 0
         self.writes_since_user = 0
@@ -696,6 +701,7 @@ class _Pass:
                 self.done_tools.add(call.tool)
                 if not is_read_call(call.step.tool, call.step.args if call.step.args is not None else call.step.text):
                     self.writes_since_user += 1
+                    self._hold(call)
                     # A call that may have changed the world: asking another
                     # tool again since is legitimate (a read changes nothing).
                     acted = action_key(call.tool, None)[0]
@@ -960,6 +966,7 @@ class _Pass:
         sent_sal = extract(sentence)
         local = Evidence()
         local.add(last.sal)
+        local.ids |= self.held.ids
         local.id_heads = self.evidence.id_heads
         missing = [u for u in _unsupported_units(sent_sal, local) if not u[:1].isdigit()]
         if missing:
@@ -1215,6 +1222,14 @@ class _Pass:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return True
         return False
+
+    def _hold(self, call: _Call) -> None:
+        text = _args_text(call.step.args) or call.step.text or ""
+        verb = HOLD_RE.match(f"{call.tool} {text}".strip())
+        if verb is not None:
+            # The object is the first thing named after the verb, not the place.
+            obj = extract(text[: text.lower().find(" from ")] if " from " in text.lower() else text)
+            self.held.ids |= obj.ids
 
     def _column_known(self, name: str) -> bool:
         low = name.lower()
