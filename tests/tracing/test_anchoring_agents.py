@@ -377,6 +377,12 @@ def test_finding_what_the_agent_already_holds_needs_no_new_sighting():
              .call("go to", "go to safe 1").result("go to", "The safe 1 is open. In it, you see a cellphone 3.")
              .thought("Now I find a watch (2). Next, I need to take it."))
     assert other.report(task="put two watches on safe.").first_break == 4
+    # Holding it is no reason to believe it was cleaned: that takes a call.
+    cleaned = (Run().call("take", "take lettuce 1 from diningtable 1")
+               .result("take", "You pick up the lettuce 1 from the diningtable 1.")
+               .call("go to", "go to sinkbasin 1").result("go to", "On the sinkbasin 1, you see a apple 2.")
+               .thought("Now I clean a lettuce (1). Next, I need to put it in/on diningtable 1."))
+    assert cleaned.report(task="put a clean lettuce in diningtable.").first_break == 4
 
 
 def test_a_thought_quoting_an_observation_that_never_came():

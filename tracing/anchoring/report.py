@@ -966,7 +966,9 @@ class _Pass:
         sent_sal = extract(sentence)
         local = Evidence()
         local.add(last.sal)
-        local.ids |= self.held.ids
+        if not now or now.group("verb").lower() in ("find", "found", "see", "locate", "have", "get", "got"):
+            # Finding what it holds needs no sighting; cleaning it still needs a call.
+            local.ids |= self.held.ids
         local.id_heads = self.evidence.id_heads
         missing = [u for u in _unsupported_units(sent_sal, local) if not u[:1].isdigit()]
         if missing:
