@@ -192,6 +192,17 @@ def test_tests_claimed_to_pass_after_a_traceback():
     assert rep.first_break == 3 and rep.evidence["pattern"] == "unconfirmed_success"
 
 
+@pytest.mark.parametrize("claim", [
+    "The function passed the test case without any AssertionError. I can now submit the solution.",
+    "The rolling maximum elements are generated correctly.",
+])
+def test_success_claimed_after_a_traceback_in_other_words(claim):
+    run = (Run().call("execute", "def f(x):\n    return x\nassert f(1) == 2")
+           .result("execute", "Traceback (most recent call last):\n  File \"<stdin>\", line 3\nAssertionError")
+           .thought(claim))
+    assert run.report().first_break == 2
+
+
 def test_silent_asserts_back_a_passing_claim():
     run = (
         Run().call("execute", "def f(x):\n    return x + 1\nassert f(1) == 2")

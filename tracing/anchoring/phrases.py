@@ -92,7 +92,8 @@ LABEL_RE = re.compile(r"^[A-Z][A-Z _-]*$")
 
 # "Done", "passed", "it works": success claims of code, shell and SQL agents.
 CODE_SUCCESS_RE = re.compile(
-    r"\b(?:(?:all )?(?:the )?tests? (?:cases? )?(?:ha(?:ve|s) )?passed|passe[sd] (?:all )?(?:the )?(?:tests?|checks?)|"
+    r"\b(?:(?:all )?(?:the )?tests? (?:cases? )?(?:ha(?:ve|s) )?passed|passe[sd] (?:all )?(?:the )?(?:tests?|checks?)(?: cases?)?|"
+    r"(?:is|are|was|were) \w+ed correctly|"
     r"(?:it|this|the (?:function|code|query|command|script|program|solution|fix))(?: now)? "
     r"(?:works|worked|is working|is correct|ran successfully|executed successfully|returns? the (?:expected|correct))|"
     r"(?:returned|produced|gave|printed) the (?:expected|correct)|works as expected|as expected|"
@@ -212,5 +213,13 @@ LOOKED_UP_RE = re.compile(
 LOOKUP_PLAN_RE = re.compile(
     r"\b(?:i need to|i should|i will|i'll|i can|i have to|i must|let me|let's|next,? i)\b[^.;]{0,40}?"
     r"\b(?:search|look up|lookup|query|fetch|retrieve)\b",
+    re.IGNORECASE,
+)
+
+
+# "without any AssertionError", "with no errors": naming a failure only to say
+# it did not happen is a claim of success, not an acknowledgement.
+DENIED_FAILURE_RE = re.compile(
+    r"\b(?:without|with no|no)\s+(?:any\s+)?[\w`'\"]*(?:error|exception|failure|issue|problem)s?\b",
     re.IGNORECASE,
 )

@@ -63,6 +63,7 @@ from tracing.anchoring.phrases import (
     CODE_SUCCESS_RE,
     COMPLETION_RE,
     DATA_CLAIM_RE,
+    DENIED_FAILURE_RE,
     EMPTY_CONTENT_RE,
     FAILURE_RE,
     FAKE_OBSERVATION_RE,
@@ -925,7 +926,8 @@ class _Pass:
                 return
 
     def _after_failure(self, step: Step, sentence: str, last: _Obs | None) -> bool:
-        if last is None or NEGATED_RE.search(sentence) or ACK_FAILURE_RE.search(sentence):
+        plain = DENIED_FAILURE_RE.sub("", sentence)
+        if last is None or NEGATED_RE.search(plain) or ACK_FAILURE_RE.search(plain):
             return False
         if _NONE_COUNT_RE.search(sentence):
             return False  # "Now I find an apple (0)": a count of none, and it keeps looking
