@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import partial
 
 from django.db import transaction
@@ -39,6 +40,7 @@ class EvaluationSpec:
     max_steps: int = 10
     max_tokens: int = 20_000
     max_seconds: int = 120
+    max_cost: Decimal | None = None  # None: no cost limit
     policy: Policy | None = None
     seed: int | None = None
     settings: dict | None = None  # e.g. {"sim": {knobs}}
@@ -59,6 +61,9 @@ def _check(spec: EvaluationSpec) -> None:
     for name in ("max_steps", "max_tokens", "max_seconds"):
         if getattr(spec, name) < 1:
             raise EvaluationError(f"the budget's {name} must be at least 1")
+    # Zero is refused like zero steps: a run that may spend nothing cannot take a turn.
+    if spec.max_cost is not None and not spec.max_cost > 0:
+        raise EvaluationError("the budget's max_cost must be more than 0 (leave it out for no cost limit)")
 
 
 def _forget(run_ids: Sequence[int], evaluation: Evaluation | None) -> None:
@@ -80,7 +85,7 @@ def evaluation_create(*, owner, project, spec: EvaluationSpec) -> Evaluation:
         evaluation = Evaluation.objects.create(
             name=spec.name, project=project, owner=owner, strategies=strategies, reruns=spec.reruns, provider=spec.provider,
             model_name=spec.model_name, base_url=spec.base_url, mode=spec.mode, temperature=spec.temperature, max_steps=spec.max_steps,
-            max_tokens=spec.max_tokens, max_seconds=spec.max_seconds, policy=spec.policy, seed=base_seed,
+            max_tokens=spec.max_tokens, max_seconds=spec.max_seconds, max_cost=spec.max_cost, policy=spec.policy, seed=base_seed,
             settings=spec.settings or {},
         )
         evaluation.tasks.set(spec.tasks)
@@ -91,7 +96,7 @@ def evaluation_create(*, owner, project, spec: EvaluationSpec) -> Evaluation:
                     task=task, prompt=task.prompt, provider=spec.provider, model_name=spec.model_name,
                     base_url=spec.base_url,
                     mode=spec.mode, temperature=spec.temperature, max_steps=spec.max_steps,
-                    max_tokens=spec.max_tokens, seed=base_seed,
+                    max_tokens=spec.max_tokens, max_cost=spec.max_cost, seed=base_seed,
                     settings={**(spec.settings or {}), "strategy": strategy, "max_seconds": spec.max_seconds,
                               "evaluation": evaluation.pk},
                     policy=spec.policy if strategy in WATCHED else None,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from runs.evaluations.models import EvaluationRun
+from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.evaluations.selectors import evaluation_report
-from runs.evaluations.services import evaluation_runs_measure
+from runs.evaluations.services import EvaluationError, evaluation_runs_measure
 from runs.launch.models import Run
 from tracing.recorder import Recorder
 from tracing.steps import Step
@@ -183,11 +185,29 @@ def test_the_command_queues_an_evaluation(tasks, queued, capsys, project):
     (["--tasks", "task-1", "--strategies", "guess"], "unknown strategy guess"),
     (["--tasks", "task-1", "--max-steps", "0", "--strategies", "no_tools"], "max_steps must be at least 1"),
     (["--tasks", "task-1", "--reruns", "0", "--strategies", "no_tools"], "reruns must be at least 1"),
+    (["--tasks", "task-1", "--max-cost", "0", "--strategies", "no_tools"], "--max-cost must be at least 0.0001"),
+    (["--tasks", "task-1", "--max-cost", "-2", "--strategies", "no_tools"], "--max-cost must be at least 0.0001"),
+    (["--tasks", "task-1", "--max-cost", "lots", "--strategies", "no_tools"], "--max-cost must be a number"),
+    (["--tasks", "task-1", "--max-cost", "nan", "--strategies", "no_tools"], "--max-cost must be at least"),
 ])
 def test_the_command_refuses_bad_input_and_writes_nothing(tasks, queued, args, message, project):
     with pytest.raises(CommandError, match=message):
         call_command("evaluate", *args)
     assert Run.objects.count() == 0 and not queued
+
+
+def test_the_command_takes_a_cost_budget_for_every_run(tasks, queued, project):
+    call_command("evaluate", "--tasks", "task-1", "--model", "gpt-4o-mini", "--strategies",
+                 "no_tools,fixed_workflow,react_off", "--reruns", "2", "--max-cost", "0.05")
+    evaluation = Evaluation.objects.get()
+    assert evaluation.max_cost == Decimal("0.05")
+    assert list(Run.objects.values_list("max_cost", flat=True).distinct()) == [Decimal("0.05")] and len(queued) == 6
+
+
+def test_the_service_refuses_a_zero_cost_budget(make_evaluation):
+    with pytest.raises(EvaluationError, match="max_cost must be more than 0"):
+        make_evaluation(max_cost=Decimal("0"))
+    assert Run.objects.count() == 0
 
 
 def test_the_list_counts_runs_and_tasks_in_one_query(auth_client, ended, make_evaluation, django_assert_num_queries):
