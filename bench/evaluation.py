@@ -64,11 +64,13 @@ def main(n_tasks: int, reruns: int) -> None:
         from runs.launch.models import Run, Task
         from runs.policies.models import Policy
 
+        user = get_user_model().objects.create_user("bench-eval")
+        project = _django.bench_project(user)
         _worker_ready()  # the clock starts when the worker answers, not when it was spawned
         tasks = list(Task.objects.order_by("slug")[:n_tasks])
         policy = Policy.objects.filter(name="default").order_by("-version").first()
         t0 = time.time()
-        evaluation = evaluation_create(owner=None, spec=EvaluationSpec(
+        evaluation = evaluation_create(owner=None, project=project, spec=EvaluationSpec(
             tasks=tasks, strategies=STRATEGIES, reruns=reruns, max_steps=10, max_tokens=20_000, max_seconds=120,
             policy=policy, seed=1))
         queued = time.time() - t0
@@ -85,7 +87,7 @@ def main(n_tasks: int, reruns: int) -> None:
             task = tasks[i % len(tasks)]
             spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
                                     temperature=0.0, max_steps=10, max_tokens=20_000, seed=i, policy=policy)
-            plain += services.runs_launch(owner=None, spec=spec)
+            plain += services.runs_launch(owner=None, project=project, spec=spec)
         base = _wait(Run.objects.filter(pk__in=[r.pk for r in plain])) - t0
         print(f"baseline: {total} ordinary ReAct runs of the same tasks ended in {base:.1f} s")
 
@@ -94,7 +96,6 @@ def main(n_tasks: int, reruns: int) -> None:
             print(f"  {s.strategy:15} success {s.success.value:.0%} [{s.success.low:.0%}-{s.success.high:.0%}] "
                   f"steps {s.steps.value:.1f} tokens {s.tokens.value:.0f} pass@{reruns} {s.pass_at.value:.2f}")
 
-        user = get_user_model().objects.create_user("bench-eval")
         client = Client()
         client.force_login(user)
         page = _page_times(client, evaluation.get_absolute_url())
