@@ -94,6 +94,7 @@ def test_the_cost_budget_reaches_every_run_of_every_strategy(auth_client, tasks,
     config = config_for(runs[0])
     assert config.budget.max_cost == 0.25 and config.price.prompt_per_m > 0
     assert "$0.25" in auth_client.get(evaluation.get_absolute_url()).content.decode()
+    assert "$0.25" in auth_client.get(reverse("evaluations:list")).content.decode()
 
 
 def test_a_blank_cost_budget_is_no_cost_limit(auth_client, tasks, queued):
