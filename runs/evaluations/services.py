@@ -63,7 +63,7 @@ def _check(spec: EvaluationSpec) -> None:
         if getattr(spec, name) < 1:
             raise EvaluationError(f"the budget's {name} must be at least 1")
     # Zero is refused like zero steps: a run that may spend nothing cannot take a turn.
-    if spec.max_cost is not None and not spec.max_cost > 0:
+    if spec.max_cost is not None and not (Decimal(spec.max_cost).is_finite() and spec.max_cost > 0):
         raise EvaluationError("the budget's max_cost must be more than 0 (leave it out for no cost limit)")
 
 

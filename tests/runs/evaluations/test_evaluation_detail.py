@@ -204,9 +204,10 @@ def test_the_command_takes_a_cost_budget_for_every_run(tasks, queued, project):
     assert list(Run.objects.values_list("max_cost", flat=True).distinct()) == [Decimal("0.05")] and len(queued) == 6
 
 
-def test_the_service_refuses_a_zero_cost_budget(make_evaluation):
+@pytest.mark.parametrize("cost", [Decimal("0"), Decimal("-0.5"), Decimal("NaN"), float("nan")])
+def test_the_service_refuses_a_cost_budget_that_is_not_above_zero(make_evaluation, cost):
     with pytest.raises(EvaluationError, match="max_cost must be more than 0"):
-        make_evaluation(max_cost=Decimal("0"))
+        make_evaluation(max_cost=cost)
     assert Run.objects.count() == 0
 
 
