@@ -57,6 +57,29 @@ def test_figures_per_strategy_leave_error_runs_out(ended):
     assert (base.pass_at.value, base.pass_hat.value, base.pass_at.n) == (0.5, 0.5, 2)
 
 
+def test_cost_per_strategy_and_the_cost_budget_as_a_timeout(auth_client, make_evaluation, end, tasks):
+    """A priced model: cost per run at the price table's prices; a run the cost budget ended is a timeout."""
+    from runs.pricing.prices import price_of
+
+    evaluation = make_evaluation(strategies=["no_tools", "react_off"], reruns=1, provider="openai",
+                                 model_name="gpt-4o-mini", max_cost=Decimal("0.01"))
+    for task in tasks:
+        (base,), (react,) = runs_of(evaluation, "no_tools", task), runs_of(evaluation, "react_off", task)
+        end(base, success=False, tokens=1000)
+        end(react, success=False, tokens=40_000, stopped_by="cost_budget")
+    report = evaluation_report(evaluation)
+    base, react = report.strategies
+    per_token = price_of("openai", "gpt-4o-mini").cost(1, 0)
+    assert base.cost.value == pytest.approx(1000 * per_token) and react.cost.value == pytest.approx(40_000 * per_token)
+    assert (base.timeouts.count, react.timeouts.count, react.timeouts.n) == (0, 2, 2)
+    body = auth_client.get(evaluation.get_absolute_url()).content.decode()
+    assert "cost<br>mean" in body and "$0.006" in body  # 40,000 tokens of gpt-4o-mini at $0.15 per million
+
+
+def test_a_free_model_costs_nothing(ended):
+    assert [s.cost.value for s in evaluation_report(ended).strategies] == [0.0, 0.0]
+
+
 def test_per_task_cells_say_which_strategies_solved_it(ended):
     report = evaluation_report(ended)
     cells = {t.slug: [(c.solved, c.scored, c.errors, c.state) for c in t.cells] for t in report.tasks}
