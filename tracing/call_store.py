@@ -41,6 +41,18 @@ ORDER BY input.ord
 """
 
 
+# One call per (run, turn), as ModelCall's unique constraint says; RETURNING
+# gives nothing when the turn was recorded already.
+_INSERT_CALL_SQL = """
+INSERT INTO tracing_modelcall (run_id, step_index, api, previous_id, prefix_len, suffix_ids, tools_id, params_ref_id,
+                               response, error, prompt_tokens, completion_tokens, latency_ms, created_at)
+VALUES (%(run)s, %(step_index)s, %(api)s, %(previous)s, %(prefix_len)s, %(suffix_ids)s::bigint[], %(tools)s,
+        %(params)s, %(response)s::jsonb, %(error)s, %(prompt_tokens)s, %(completion_tokens)s, %(latency_ms)s, now())
+ON CONFLICT (run_id, step_index) DO NOTHING
+RETURNING id
+"""
+
+
 def _canonical(body: Any) -> str:
     return clean_json(json.loads(json.dumps(body, ensure_ascii=False, sort_keys=True, default=str))) or "null"
 
@@ -93,20 +105,26 @@ class CallRecorder:
             prefix = _common_prefix(previous_digests, digests)
         params = dict(call.params)
         tools = params.pop("tools", None)
+        suffix = list(call.messages[prefix:])
+        # Every body of the call in one upsert, and the call in one insert: a
+        # turn is four round trips (with BEGIN and COMMIT), not eight, which a
+        # loaded machine makes the slow part of a short run (bench/evaluation.py).
         with transaction.atomic():
-            suffix_ids = store_messages(call.messages[prefix:])
-            tools_id, params_id = store_messages([tools, params]) if tools else (None, store_messages([params])[0])
-            row, _ = ModelCall.objects.get_or_create(
-                run_id=self.run_id, step_index=call.step_index,
-                defaults={
-                    "api": call.api, "previous_id": previous_id, "prefix_len": prefix, "suffix_ids": suffix_ids,
-                    "tools_id": tools_id, "params_ref_id": params_id,
-                    "response": json.loads(clean_json(call.response) or "null"), "error": clean_text(call.error),
+            ids = store_messages([*suffix, *([tools] if tools else []), params])
+            suffix_ids, params_id = ids[:len(suffix)], ids[-1]
+            tools_id = ids[len(suffix)] if tools else None
+            with connection.cursor() as cur:
+                cur.execute(_INSERT_CALL_SQL, {
+                    "run": self.run_id, "step_index": call.step_index, "api": call.api, "previous": previous_id,
+                    "prefix_len": prefix, "suffix_ids": suffix_ids, "tools": tools_id, "params": params_id,
+                    "response": clean_json(call.response), "error": clean_text(call.error),
                     "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
                     "latency_ms": call.latency_ms,
-                },
-            )
-        self.previous = (row.pk, digests)
+                })
+                row = cur.fetchone()
+            # A re-delivered turn keeps the call first recorded for it.
+            pk = row[0] if row else ModelCall.objects.get(run_id=self.run_id, step_index=call.step_index).pk
+        self.previous = (pk, digests)
 
 
 def call_message_ids(call: ModelCall) -> list[int]:
