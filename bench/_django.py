@@ -8,9 +8,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import _paths
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-EVAL_DIR = ROOT.parent / "shared" / "eval"
+# Beside the checkout or one of its parents (a worktree under /work/wt/ finds /work/shared/eval).
+EVAL_DIR = _paths.eval_dir()
 # Settings refuse to start without a key when DEBUG is off; benches use scratch
 # databases only (servers they start inherit it).
 os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-serving-0123456789abcdef")

@@ -8,14 +8,19 @@ same run: the same number of ordinary ReAct runs of the same tasks (what the
 evaluation would cost if it were only its runs). Then the evaluation page
 (GET, signed in) against the run list filtered to the evaluation.
 
+Wall time follows the machine's load (two cores shared with whatever else
+runs); the worker processes' CPU seconds per run, printed beside it, do not.
+
     .venv/bin/python bench/evaluation.py [TASKS] [RERUNS]
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import _django
 
@@ -30,6 +35,21 @@ def _wait(qs) -> float:
     while qs.filter(status__in=Run.LIVE_STATUSES).exists():
         time.sleep(0.2)
     return time.time()
+
+
+def _worker_cpu(queue: str) -> float:
+    """CPU seconds used so far by the worker processes of `queue` (the parent
+    and its pool; they carry RUN_QUEUE in their environment)."""
+    total = 0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if f"RUN_QUEUE={queue}".encode() not in (proc / "environ").read_bytes().split(b"\0"):
+                continue
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _worker_ready(timeout: float = 120.0) -> None:
@@ -53,7 +73,7 @@ def _page_times(client, url: str) -> list[float]:
 
 
 def main(n_tasks: int, reruns: int) -> None:
-    with _django.running_stack(DB, concurrency=2):
+    with _django.running_stack(DB, concurrency=2) as queue:
         from django.contrib.auth import get_user_model
         from django.db.models import Count
         from django.test import Client
@@ -64,37 +84,43 @@ def main(n_tasks: int, reruns: int) -> None:
         from runs.launch.models import Run, Task
         from runs.policies.models import Policy
 
+        user = get_user_model().objects.create_user("bench-eval")
+        project = _django.bench_project(user)
         _worker_ready()  # the clock starts when the worker answers, not when it was spawned
         tasks = list(Task.objects.order_by("slug")[:n_tasks])
         policy = Policy.objects.filter(name="default").order_by("-version").first()
+        cpu0 = _worker_cpu(queue)
         t0 = time.time()
-        evaluation = evaluation_create(owner=None, spec=EvaluationSpec(
+        evaluation = evaluation_create(owner=None, project=project, spec=EvaluationSpec(
             tasks=tasks, strategies=STRATEGIES, reruns=reruns, max_steps=10, max_tokens=20_000, max_seconds=120,
             policy=policy, seed=1))
         queued = time.time() - t0
         runs = Run.objects.filter(evaluation_entry__evaluation=evaluation)
         elapsed = _wait(runs) - t0
+        cpu = _worker_cpu(queue) - cpu0
         total = runs.count()
         statuses = dict(runs.values_list("status").annotate(n=Count("id")))
         print(f"evaluation: {len(tasks)} tasks × {len(STRATEGIES)} strategies × {reruns} reruns = {total} runs; "
-              f"queued in {queued:.1f} s, all ended {elapsed:.1f} s after the start (target <= 120 s); {statuses}")
+              f"queued in {queued:.1f} s, all ended {elapsed:.1f} s after the start (target <= 120 s); {statuses}; "
+              f"worker CPU {cpu * 1000 / total:.0f} ms/run; load average {os.getloadavg()[0]:.1f}")
 
+        cpu0 = _worker_cpu(queue)
         t0 = time.time()
         plain = []
         for i in range(total):
             task = tasks[i % len(tasks)]
             spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
                                     temperature=0.0, max_steps=10, max_tokens=20_000, seed=i, policy=policy)
-            plain += services.runs_launch(owner=None, spec=spec)
+            plain += services.runs_launch(owner=None, project=project, spec=spec)
         base = _wait(Run.objects.filter(pk__in=[r.pk for r in plain])) - t0
-        print(f"baseline: {total} ordinary ReAct runs of the same tasks ended in {base:.1f} s")
+        print(f"baseline: {total} ordinary ReAct runs of the same tasks ended in {base:.1f} s; "
+              f"worker CPU {(_worker_cpu(queue) - cpu0) * 1000 / total:.0f} ms/run")
 
         report = evaluation_report(evaluation)
         for s in report.strategies:
             print(f"  {s.strategy:15} success {s.success.value:.0%} [{s.success.low:.0%}-{s.success.high:.0%}] "
                   f"steps {s.steps.value:.1f} tokens {s.tokens.value:.0f} pass@{reruns} {s.pass_at.value:.2f}")
 
-        user = get_user_model().objects.create_user("bench-eval")
         client = Client()
         client.force_login(user)
         page = _page_times(client, evaluation.get_absolute_url())

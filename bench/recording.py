@@ -30,6 +30,7 @@ def main() -> None:
     from tracing.recorder import Recorder
 
     client = sim_client()
+    project = _django.bench_project()
     docs = load_documents()
     tasks = builtin_tasks()
     sink_ms: list[float] = []
@@ -39,7 +40,7 @@ def main() -> None:
     def one(task: dict, seed: int, kind: str) -> None:
         recorder = None
         if kind == "recorder":
-            run = Run.objects.create(prompt=task["prompt"], status="running", seed=seed)
+            run = Run.objects.create(prompt=task["prompt"], status="running", seed=seed, project=project)
             recorder = Recorder(run.pk)
 
         def sink(step) -> None:

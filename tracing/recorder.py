@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from functools import cache
 
-from django.db import connection, transaction
+from django.db import connection
 
 from tracing.models import get_run_model
 from tracing.steps import Step as StepRecord
@@ -49,8 +49,19 @@ WHERE r.id = v.id"""
 # applied only when the step was inserted (not on a re-delivery). Scalars, not
 # arrays: a step adds at most one detector, tier, context turn and truncation,
 # and this statement runs once per step (bench/recording.py).
+#
+# A step is a trace record, not a payment: its commit need not wait for the
+# WAL flush (that wait was most of a step's cost, p95 9 ms -> see
+# bench/recording.py). A Postgres crash can lose the last fraction of a second
+# of steps but never corrupts or reorders them, and a re-delivered run resumes
+# from whatever was stored. `cfg` turns the wait off for this statement's own
+# transaction (set_config's `true` is SET LOCAL): in the statement, not before
+# it in a BEGIN ... COMMIT, so a step is one round trip to Postgres instead of
+# four, which is what a loaded machine makes slow (bench/evaluation.py). The
+# UPDATE reads `cfg`, so it is evaluated whenever a step was inserted.
 _RECORD_SQL = """
-WITH ins AS (
+WITH cfg AS (SELECT set_config('synchronous_commit', 'off', true)),
+ins AS (
     INSERT INTO tracing_step
         (run_id, index, kind, role, text, tool, args, meta, prompt_tokens, completion_tokens, latency_ms, created_at,
          search)
@@ -76,6 +87,7 @@ UPDATE {table} SET
         THEN array_append(context_tokens, %(context_tokens)s::integer) ELSE context_tokens END,
     truncated_steps = CASE WHEN %(truncated)s THEN array_append(truncated_steps, %(index)s::integer)
         ELSE truncated_steps END
+FROM cfg
 WHERE id = %(run)s AND EXISTS (SELECT 1 FROM ins)
 """
 
@@ -122,13 +134,7 @@ def add_to_summaries(deltas: Sequence[tuple[int, RunSummary]]) -> None:
 
 def record_step(run_id: int, step: StepRecord) -> None:
     summary = RunSummary.of([step])
-    with transaction.atomic(), connection.cursor() as cur:
-        # A step is a trace record, not a payment: the commit need not wait for
-        # the WAL flush (that wait was most of a step's cost, p95 9 ms -> see
-        # bench/recording.py). A Postgres crash can lose the last fraction of a
-        # second of steps but never corrupts or reorders them, and a re-delivered
-        # run resumes from whatever was stored.
-        cur.execute("SET LOCAL synchronous_commit TO OFF")
+    with connection.cursor() as cur:
         cur.execute(_record_sql(), {
             "run": run_id, "index": step.index, "kind": step.kind, "role": role_of(step), "text": clean_text(step.text),
             "tool": clean_text(step.tool or ""), "args": clean_json(step.args), "meta": clean_json(step.meta or {}),

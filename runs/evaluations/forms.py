@@ -4,7 +4,7 @@ from django import forms
 
 from runs.agent.strategies import REACT, STRATEGIES
 from runs.evaluations.services import EvaluationSpec
-from runs.launch.forms import MODEL_CHOICES, MODES_OF_PROVIDER
+from runs.launch.forms import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field
 from runs.launch.models import Run, Task
 from runs.policies.models import Policy
 
@@ -25,10 +25,12 @@ class EvaluationForm(forms.Form):
     mode = forms.ChoiceField(choices=Run.Mode.choices, initial=Run.Mode.TOOLS)
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.0)
     reruns = forms.IntegerField(min_value=1, max_value=50, initial=5, help_text="runs per task and strategy (k)")
-    # The one budget every strategy gets. Zero is refused by the field (min 1).
+    # The one budget every strategy gets. Zero is refused by the field (min 1;
+    # the cost's min is a hundredth of a cent, blank for no cost limit).
     max_steps = forms.IntegerField(min_value=1, max_value=200, initial=10, help_text="model turns and scripted calls")
     max_tokens = forms.IntegerField(min_value=1, max_value=1_000_000, initial=20_000)
     max_seconds = forms.IntegerField(min_value=1, max_value=3600, initial=120, label="max wall time (s)")
+    max_cost = cost_budget_field()
     policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="— none —",
                                     help_text="the watchdog of the ReAct strategy")
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**30)
@@ -72,5 +74,5 @@ class EvaluationForm(forms.Form):
             tasks=list(d["tasks"]), strategies=d["strategies"], reruns=d["reruns"], provider=provider,
             model_name=model_name or "gemma-3-270m", mode=d["mode"], temperature=d["temperature"],
             max_steps=d["max_steps"], max_tokens=d["max_tokens"], max_seconds=d["max_seconds"],
-            policy=d.get("policy"), seed=d.get("seed"), name=d.get("name") or "",
+            max_cost=d.get("max_cost"), policy=d.get("policy"), seed=d.get("seed"), name=d.get("name") or "",
         )

@@ -28,11 +28,13 @@ class Evaluation(models.Model):
     base_url = models.CharField(max_length=300, blank=True)  # blank: the provider's configured endpoint
     mode = models.CharField(max_length=5, choices=Run.Mode.choices, default=Run.Mode.TOOLS)
     temperature = models.FloatField(default=0.0)
-    # The one budget: model turns (scripted calls count too), tokens, wall time.
-    # Cost is not part of it yet: runs have no price per token to spend.
+    # The one budget: model turns (scripted calls count too), tokens, wall time
+    # and cost at the price table's prices (null: no cost limit, as on a run;
+    # simulated and local models cost nothing, so only a priced model spends it).
     max_steps = models.PositiveIntegerField()
     max_tokens = models.PositiveIntegerField()
     max_seconds = models.PositiveIntegerField()
+    max_cost = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     # The watchdog policy of the "react" strategy ("react_off" runs without one).
     policy = models.ForeignKey(Policy, on_delete=models.PROTECT, null=True, blank=True, related_name="evaluations")
     seed = models.BigIntegerField(null=True, blank=True)
@@ -44,6 +46,7 @@ class Evaluation(models.Model):
             models.CheckConstraint(condition=Q(reruns__gte=1), name="evaluation_reruns_positive"),
             models.CheckConstraint(condition=Q(max_steps__gte=1) & Q(max_tokens__gte=1) & Q(max_seconds__gte=1),
                                    name="evaluation_budget_positive"),
+            models.CheckConstraint(condition=Q(max_cost__gt=0), name="evaluation_max_cost_positive"),
         ]
 
     def __str__(self) -> str:

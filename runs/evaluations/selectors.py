@@ -19,11 +19,12 @@ from django.urls import reverse
 from runs.agent.strategies import STRATEGIES
 from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.launch.models import Run
+from runs.pricing.prices import price_of
 from tracing.intervals import bounded_mean_interval, mean_interval, wilson
 from tracing.metrics import pass_at_k, pass_hat_k, percentile
 
 # A run ended by a budget rather than by an answer.
-BUDGET_ENDS = ("max_steps", "token_budget", "wall_time")
+BUDGET_ENDS = ("max_steps", "token_budget", "wall_time", "cost_budget")
 
 
 @dataclass
@@ -76,6 +77,7 @@ class StrategyReport:
     steps: Figure = field(default_factory=lambda: Figure(None))
     latency: Figure = field(default_factory=lambda: Figure(None))
     tokens: Figure = field(default_factory=lambda: Figure(None))
+    cost: Figure = field(default_factory=lambda: Figure(None))  # dollars per run at today's prices
     timeouts: Figure = field(default_factory=lambda: Figure(None))
     timeouts_url: str = ""
     pass_at: Figure = field(default_factory=lambda: Figure(None))
@@ -148,6 +150,8 @@ def evaluation_report(evaluation: Evaluation) -> EvaluationReport:
     for row in rows:
         by_strategy[row["strategy"]].append(row)
     k = evaluation.reruns
+    # Every run of an evaluation has its model; the price table is read only for a priced one.
+    price = price_of(evaluation.provider, evaluation.model_name)
     url = partial(runs_url, evaluation.pk, base=reverse("runs:list"))
     reports, layers_seen = [], set()
     # task -> strategy -> [solved, scored, errors]
@@ -189,6 +193,8 @@ def evaluation_report(evaluation: Evaluation) -> EvaluationReport:
         report.latency = _mean([(r["run__finished_at"] - r["run__started_at"]).total_seconds() for r in ended
                                 if r["run__started_at"] and r["run__finished_at"]], p95=True)
         report.tokens = _mean([float(r["run__prompt_tokens"] + r["run__completion_tokens"]) for r in ended], p95=True)
+        report.cost = _mean([price.cost(r["run__prompt_tokens"], r["run__completion_tokens"]) for r in ended],
+                            p95=True)
         report.timeouts = _rate(sum(1 for r in ended if r["run__stopped_by"] in BUDGET_ENDS), len(ended))
         per_task: dict[str, list[bool]] = defaultdict(list)
         for r in scored:

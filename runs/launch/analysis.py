@@ -72,7 +72,7 @@ def _records(runs: Sequence[Run]) -> dict[int, tuple[list[StepRecord], dict[int,
     return out
 
 
-def _update_from_values(table: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None:
+def update_from_values(table: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None:
     """UPDATE table SET col = v.col ... FROM (VALUES (id, ...)) in statements of WRITE_ROWS rows."""
     casts = ", ".join(["%s::bigint", *(f"%s::{cast}" for _, cast in columns)])
     names = ", ".join(["id", *(name for name, _ in columns)])
@@ -130,11 +130,11 @@ def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False) -> 
         run_rows.append((run.pk, cols["first_anchor_break"], cols["anchor_reason"], clean_json(cols["anchor_evidence"]),
                          clean_json(cols["anchor_findings"]), clean_json(guess)))
     with transaction.atomic():
-        _update_from_values(connection.ops.quote_name(Step._meta.db_table), [("meta", "jsonb")], step_rows)
-        _update_from_values(connection.ops.quote_name(Run._meta.db_table),
+        update_from_values(connection.ops.quote_name(Step._meta.db_table), [("meta", "jsonb")], step_rows)
+        update_from_values(connection.ops.quote_name(Run._meta.db_table),
                             [("first_anchor_break", "int"), ("anchor_reason", "text"), ("anchor_evidence", "jsonb"),
                              ("anchor_findings", "jsonb"), ("attribution", "jsonb")], run_rows)
-        _update_from_values(connection.ops.quote_name(Run._meta.db_table),
+        update_from_values(connection.ops.quote_name(Run._meta.db_table),
                             [("intervention_count", "int"), ("intervention_detectors", "varchar(40)[]"),
                              ("intervention_tiers", "varchar(10)[]")], summary_rows)
     return len(runs)

@@ -32,6 +32,15 @@ MODEL_CHOICES = [
 MODES_OF_PROVIDER = {"local": [Run.Mode.TEXT]}
 
 
+def cost_budget_field() -> forms.DecimalField:
+    """A run's and an evaluation's cost budget: blank is no limit; zero and
+    below are refused like a zero step budget (Run.max_cost's constraint)."""
+    return forms.DecimalField(required=False, min_value=Decimal("0.0001"), max_value=Decimal("100000"),
+                              max_digits=12, decimal_places=4, label="max cost ($)",
+                              help_text="Cost budget at the price table's prices; blank: none. "
+                                        "Simulated and local models cost nothing.")
+
+
 class NewRunForm(forms.Form):
     task = forms.ModelChoiceField(queryset=Task.objects.all(), required=False, to_field_name="slug",
                                   empty_label="— free prompt —")
@@ -45,10 +54,7 @@ class NewRunForm(forms.Form):
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.7)
     max_steps = forms.IntegerField(min_value=1, max_value=200, initial=15, help_text="Model turns, 1–200.")
     max_tokens = forms.IntegerField(min_value=100, max_value=1_000_000, initial=20_000)
-    max_cost = forms.DecimalField(required=False, min_value=Decimal("0.0001"), max_value=Decimal("100000"),
-                                  max_digits=12, decimal_places=4, label="max cost ($)",
-                                  help_text="Cost budget at the price table's prices; blank: none. "
-                                            "Simulated and local models cost nothing.")
+    max_cost = cost_budget_field()
     reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text="1–50 runs of the same prompt.")
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
     tags = forms.CharField(required=False, max_length=10_000, help_text=f"comma-separated; at most {MAX_TAGS}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from functools import cache
+
 import openai
 from django.conf import settings
 
@@ -28,11 +31,21 @@ def endpoint_for(run: Run) -> tuple[str, str, str]:
     raise EndpointNotConfigured(f"runs of provider {run.provider!r} are not executed by agentlab")
 
 
+@cache
+def _http_client(pid: int) -> openai.DefaultHttpxClient:
+    # A new HTTP client loads the CA bundle into a fresh SSL context, about
+    # 20 ms: a quarter of a simulated run's whole cost (bench/evaluation.py).
+    # One per process, shared by its runs (the client is thread-safe); keyed
+    # on the pid so a forked worker child never uses its parent's sockets.
+    return openai.DefaultHttpxClient()
+
+
 def client_for(run: Run) -> openai.OpenAI:
     base_url, api_key, _ = endpoint_for(run)
     # Retries would hide a dead endpoint for minutes; the loop reports the error
     # as a step and the run ends `error` instead.
-    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=settings.MODEL_REQUEST_TIMEOUT_S)
+    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=settings.MODEL_REQUEST_TIMEOUT_S,
+                         http_client=_http_client(os.getpid()))
 
 
 def config_for(run: Run) -> AgentConfig:

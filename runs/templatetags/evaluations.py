@@ -10,6 +10,8 @@ from __future__ import annotations
 from django import template
 from django.utils.html import format_html
 
+from runs.pricing.prices import money
+
 register = template.Library()
 
 NONE = format_html('<span class="muted">{}</span>', "—")
@@ -34,3 +36,14 @@ def mean_ci(fig, digits: int = 1) -> str:
         return format_html("{}", f"{fig.value:.{d}f}")
     return format_html('{} <span class="ci">[{}–{}]</span>', f"{fig.value:.{d}f}", f"{fig.low:.{d}f}",
                        f"{fig.high:.{d}f}")
+
+
+@register.filter
+def money_ci(fig) -> str:
+    if fig is None or fig.value is None:
+        return NONE
+    if fig.low is None or fig.low == fig.high:
+        return format_html("{}", money(fig.value))
+    # A t interval of small costs can reach below zero; no run is paid for.
+    return format_html('{} <span class="ci">[{}–{}]</span>', money(fig.value), money(max(fig.low, 0.0)),
+                       money(fig.high))

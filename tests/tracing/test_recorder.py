@@ -35,6 +35,25 @@ def test_a_redelivered_write_neither_duplicates_nor_double_counts(make_run):
     assert run.prompt_tokens == 5
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_step_commits_without_waiting_for_the_wal_flush_and_only_its_own_transaction(make_run):
+    from django.db import connection, transaction
+
+    def synchronous_commit() -> str:
+        with connection.cursor() as cur:
+            cur.execute("SHOW synchronous_commit")
+            return cur.fetchone()[0]
+
+    run = make_run(status="running")
+    with transaction.atomic():
+        record_step(run.pk, StepRecord(index=0, kind="thought", text="async"))
+        assert synchronous_commit() == "off"
+    # Set for that transaction only: the session's other writes still wait.
+    assert synchronous_commit() == "on"
+    record_step(run.pk, StepRecord(index=1, kind="thought", text="autocommit"))
+    assert synchronous_commit() == "on" and Step.objects.filter(run=run).count() == 2
+
+
 def test_it_stores_hostile_text_verbatim(make_run):
     run = make_run(status="running")
     nasty = "<script>alert(1)</script>\x00 ünïcode 中文 " + "x" * 100_000

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import time
+from decimal import Decimal, InvalidOperation
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -24,6 +25,21 @@ def _tasks(value: str) -> list[Task]:
     return list({t.pk: t for t in [*by_suite, *by_slug.values()]}.values())
 
 
+def _cost_budget(value: str | None) -> Decimal | None:
+    """--max-cost as the form takes it: above 0 (zero is refused like a zero
+    step budget), at most 100000, four decimals."""
+    if value is None:
+        return None
+    try:
+        cost = Decimal(value)
+    except InvalidOperation:
+        raise CommandError(f"--max-cost must be a number of dollars, not {value!r}") from None
+    # NaN and infinity compare as nothing sensible; the form refuses them too.
+    if not cost.is_finite() or not Decimal("0.0001") <= cost <= 100_000:
+        raise CommandError("--max-cost must be at least 0.0001 and at most 100000 (dollars)")
+    return cost.quantize(Decimal("0.0001"))
+
+
 class Command(BaseCommand):
     help = ("Queue an evaluation: tasks × strategies × reruns under one budget (Celery workers run it); "
             "--wait prints the figures per strategy.")
@@ -40,6 +56,8 @@ class Command(BaseCommand):
         parser.add_argument("--max-steps", type=int, default=10)
         parser.add_argument("--max-tokens", type=int, default=20_000)
         parser.add_argument("--max-seconds", type=int, default=120)
+        parser.add_argument("--max-cost", default=None,
+                            help="cost budget per run in dollars at the price table's prices (default: none)")
         parser.add_argument("--policy", default="default", help="watchdog policy of the 'react' strategy")
         parser.add_argument("--seed", type=int, default=None)
         parser.add_argument("--name", default="")
@@ -57,6 +75,7 @@ class Command(BaseCommand):
             project = project_named(opts["project"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        max_cost = _cost_budget(opts["max_cost"])
         tasks = _tasks(opts["tasks"])
         strategies = [s.strip() for s in opts["strategies"].split(",") if s.strip()]
         policy = None
@@ -68,7 +87,7 @@ class Command(BaseCommand):
             tasks=tasks, strategies=strategies, reruns=opts["reruns"], provider=provider,
             model_name={"sim": "sim", "local": "gemma-3-270m"}.get(model, model), base_url=opts["base_url"], mode=mode,
             temperature=opts["temperature"], max_steps=opts["max_steps"], max_tokens=opts["max_tokens"],
-            max_seconds=opts["max_seconds"], policy=policy, seed=opts["seed"], name=opts["name"],
+            max_seconds=opts["max_seconds"], max_cost=max_cost, policy=policy, seed=opts["seed"], name=opts["name"],
         )
         try:
             evaluation = evaluation_create(owner=None, project=project, spec=spec)

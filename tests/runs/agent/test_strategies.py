@@ -6,7 +6,7 @@ import openai
 import pytest
 from helpers_agent import CLEAN
 
-from runs.agent.loop import AgentConfig, Budget
+from runs.agent.loop import AgentConfig, Budget, Price
 from runs.agent.sim_server import sim_client
 from runs.agent.strategies import (
     FIXED_WORKFLOW,
@@ -19,6 +19,7 @@ from runs.agent.strategies import (
 )
 from runs.agent.suite import builtin_tasks, get_task, load_documents, score
 from runs.agent.tools import CorpusSearch, default_tools
+from tracing.steps import Step
 
 
 def run(strategy: str, slug: str, *, seed: int = 1, client=None, **budget):
@@ -121,3 +122,28 @@ def test_an_unknown_strategy_is_refused():
 ])
 def test_key_term(question, term):
     assert key_term(question) == term
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_every_strategy_stops_on_the_cost_budget(strategy):
+    """A resumed run whose history has spent the cost budget: no strategy may
+    take another turn or scripted call (the budget covers the whole run)."""
+    task = get_task("lumen-bridge-length")
+    spent = [Step(index=0, kind="thought", text="Let me look.", prompt_tokens=1000, completion_tokens=100)]
+    steps = []
+    outcome = run_strategy(
+        strategy, client=sim_client(**CLEAN),
+        config=AgentConfig(seed=1, price=Price(1000.0, 1000.0), budget=Budget(max_cost=1.0)),
+        prompt=task["prompt"], tools=default_tools(CorpusSearch(load_documents())), sink=steps.append,
+        history=spent,
+    )
+    assert outcome.stopped_by == "cost_budget" and outcome.status == "failed"
+    assert [s.kind for s in steps] == ["intervention"]
+    assert steps[0].meta["evidence"]["limit"] == "cost_budget"
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_a_cost_budget_a_free_model_never_spends_changes_nothing(strategy):
+    free = run(strategy, "lumen-bridge-length", seed=4, max_steps=10)[1]
+    budgeted = run(strategy, "lumen-bridge-length", seed=4, max_steps=10, max_cost=0.0001)[1]
+    assert budgeted == free and budgeted.stopped_by != "cost_budget"

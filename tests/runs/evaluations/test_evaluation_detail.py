@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from runs.evaluations.models import EvaluationRun
+from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.evaluations.selectors import evaluation_report
-from runs.evaluations.services import evaluation_runs_measure
+from runs.evaluations.services import EvaluationError, evaluation_runs_measure
 from runs.launch.models import Run
 from tracing.recorder import Recorder
 from tracing.steps import Step
@@ -53,6 +55,29 @@ def test_figures_per_strategy_leave_error_runs_out(ended):
     # pass@k over tasks with all k reruns scored: task 1 lost a rerun to the error.
     assert (react.pass_at.value, react.pass_at.n) == (1.0, 1)
     assert (base.pass_at.value, base.pass_hat.value, base.pass_at.n) == (0.5, 0.5, 2)
+
+
+def test_cost_per_strategy_and_the_cost_budget_as_a_timeout(auth_client, make_evaluation, end, tasks):
+    """A priced model: cost per run at the price table's prices; a run the cost budget ended is a timeout."""
+    from runs.pricing.prices import price_of
+
+    evaluation = make_evaluation(strategies=["no_tools", "react_off"], reruns=1, provider="openai",
+                                 model_name="gpt-4o-mini", max_cost=Decimal("0.01"))
+    for task in tasks:
+        (base,), (react,) = runs_of(evaluation, "no_tools", task), runs_of(evaluation, "react_off", task)
+        end(base, success=False, tokens=1000)
+        end(react, success=False, tokens=40_000, stopped_by="cost_budget")
+    report = evaluation_report(evaluation)
+    base, react = report.strategies
+    per_token = price_of("openai", "gpt-4o-mini").cost(1, 0)
+    assert base.cost.value == pytest.approx(1000 * per_token) and react.cost.value == pytest.approx(40_000 * per_token)
+    assert (base.timeouts.count, react.timeouts.count, react.timeouts.n) == (0, 2, 2)
+    body = auth_client.get(evaluation.get_absolute_url()).content.decode()
+    assert "cost<br>mean" in body and "$0.006" in body  # 40,000 tokens of gpt-4o-mini at $0.15 per million
+
+
+def test_a_free_model_costs_nothing(ended):
+    assert [s.cost.value for s in evaluation_report(ended).strategies] == [0.0, 0.0]
 
 
 def test_per_task_cells_say_which_strategies_solved_it(ended):
@@ -183,11 +208,30 @@ def test_the_command_queues_an_evaluation(tasks, queued, capsys, project):
     (["--tasks", "task-1", "--strategies", "guess"], "unknown strategy guess"),
     (["--tasks", "task-1", "--max-steps", "0", "--strategies", "no_tools"], "max_steps must be at least 1"),
     (["--tasks", "task-1", "--reruns", "0", "--strategies", "no_tools"], "reruns must be at least 1"),
+    (["--tasks", "task-1", "--max-cost", "0", "--strategies", "no_tools"], "--max-cost must be at least 0.0001"),
+    (["--tasks", "task-1", "--max-cost", "-2", "--strategies", "no_tools"], "--max-cost must be at least 0.0001"),
+    (["--tasks", "task-1", "--max-cost", "lots", "--strategies", "no_tools"], "--max-cost must be a number"),
+    (["--tasks", "task-1", "--max-cost", "nan", "--strategies", "no_tools"], "--max-cost must be at least"),
 ])
 def test_the_command_refuses_bad_input_and_writes_nothing(tasks, queued, args, message, project):
     with pytest.raises(CommandError, match=message):
         call_command("evaluate", *args)
     assert Run.objects.count() == 0 and not queued
+
+
+def test_the_command_takes_a_cost_budget_for_every_run(tasks, queued, project):
+    call_command("evaluate", "--tasks", "task-1", "--model", "gpt-4o-mini", "--strategies",
+                 "no_tools,fixed_workflow,react_off", "--reruns", "2", "--max-cost", "0.05")
+    evaluation = Evaluation.objects.get()
+    assert evaluation.max_cost == Decimal("0.05")
+    assert list(Run.objects.values_list("max_cost", flat=True).distinct()) == [Decimal("0.05")] and len(queued) == 6
+
+
+@pytest.mark.parametrize("cost", [Decimal("0"), Decimal("-0.5"), Decimal("NaN"), float("nan")])
+def test_the_service_refuses_a_cost_budget_that_is_not_above_zero(make_evaluation, cost):
+    with pytest.raises(EvaluationError, match="max_cost must be more than 0"):
+        make_evaluation(max_cost=cost)
+    assert Run.objects.count() == 0
 
 
 def test_the_list_counts_runs_and_tasks_in_one_query(auth_client, ended, make_evaluation, django_assert_num_queries):

@@ -32,7 +32,7 @@ def test_it_requires_login(client):
 
 def test_the_form_shows_tasks_strategies_and_the_budget(auth_client, tasks):
     body = auth_client.get(URL).content.decode()
-    for text in ("task-1", "one retrieval", "fixed workflow", "watchdog off", "max wall time", "No cost limit"):
+    for text in ("task-1", "one retrieval", "fixed workflow", "watchdog off", "max wall time", "max cost ($)"):
         assert text in body
 
 
@@ -62,6 +62,10 @@ def test_it_queues_one_run_per_task_strategy_and_rerun(auth_client, tasks, queue
     ({"max_tokens": 0}, "max_tokens", "greater than or equal to 1"),
     ({"max_seconds": 0}, "max_seconds", "greater than or equal to 1"),
     ({"reruns": 0}, "reruns", "greater than or equal to 1"),
+    ({"max_cost": "0"}, "max_cost", "greater than or equal to 0.0001"),
+    ({"max_cost": "-1"}, "max_cost", "greater than or equal to 0.0001"),
+    ({"max_cost": "lots"}, "max_cost", "Enter a number"),
+    ({"max_cost": "NaN"}, "max_cost", "Enter a number"),
     ({"strategies": ["react"]}, "policy", "needs a policy"),
 ])
 def test_bad_input_is_a_form_error_and_writes_nothing(auth_client, tasks, queued, overrides, field, message):
@@ -69,6 +73,35 @@ def test_bad_input_is_a_form_error_and_writes_nothing(auth_client, tasks, queued
     assert response.status_code == 400
     assert message in str(response.context["form"].errors[field])
     assert Evaluation.objects.count() == 0 and Run.objects.count() == 0 and not queued
+
+
+def test_the_cost_budget_reaches_every_run_of_every_strategy(auth_client, tasks, queued, policy, settings):
+    from decimal import Decimal
+
+    from runs.launch.llm import config_for
+
+    settings.OPENAI_BASE_URL = "http://openai.invalid/v1"
+    strategies = ["no_tools", "one_retrieval", "fixed_workflow", "react", "react_off"]
+    response = auth_client.post(URL, form(tasks, strategies=strategies, policy=policy.pk, max_cost="0.25",
+                                          provider="openai", model_name="gpt-4o-mini"))
+    assert response.status_code == 302
+    evaluation = Evaluation.objects.get()
+    assert evaluation.max_cost == Decimal("0.25")
+    runs = list(Run.objects.filter(evaluation_entry__evaluation=evaluation))
+    assert len(runs) == 2 * len(strategies) * 2
+    assert {r.max_cost for r in runs} == {Decimal("0.25")}
+    # What the worker hands the loop (baselines and ReAct alike): the budget, and a price to spend it at.
+    config = config_for(runs[0])
+    assert config.budget.max_cost == 0.25 and config.price.prompt_per_m > 0
+    assert "$0.25" in auth_client.get(evaluation.get_absolute_url()).content.decode()
+    assert "$0.25" in auth_client.get(reverse("evaluations:list")).content.decode()
+
+
+def test_a_blank_cost_budget_is_no_cost_limit(auth_client, tasks, queued):
+    assert auth_client.post(URL, form(tasks, max_cost="")).status_code == 302
+    evaluation = Evaluation.objects.get()
+    assert evaluation.max_cost is None and not Run.objects.exclude(max_cost=None).exists()
+    assert "no cost limit" in auth_client.get(evaluation.get_absolute_url()).content.decode()
 
 
 def test_redis_down_the_form_says_so_and_leaves_nothing(auth_client, tasks, monkeypatch):
