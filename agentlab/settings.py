@@ -251,6 +251,13 @@ CELERY_BEAT_SCHEDULE = {
     },
 
     "close-stale-traces": {"task": "tracing.tasks.close_stale_traces", "schedule": 60.0},
+    # Approval requests past APPROVAL_TTL_S end their runs with the reason, on
+    # the control queue beside the reconciler (a busy run queue must not delay it).
+    "expire-approvals": {
+        "task": "runs.expire_approvals",
+        "schedule": 30.0,
+        "options": {"queue": RUN_CONTROL_QUEUE, "expires": 60.0},
+    },
 }
 
 # Models. All of them are reached through the openai client by base URL.

@@ -119,6 +119,22 @@ def test_an_expired_request_ends_the_run_and_cannot_be_approved(suite, reviewer,
 
 
 @pytest.mark.django_db
+def test_beat_expires_requests_without_anyone_looking(suite, reviewer, no_queue, settings):
+    # Nobody opens the approvals page: beat's task on the control queue ends the run.
+    from agentlab.celery import app
+    from runs.tasks import expire_approvals
+
+    entry = settings.CELERY_BEAT_SCHEDULE["expire-approvals"]
+    assert entry["task"] == expire_approvals.name and entry["task"] in app.tasks
+    assert entry["options"]["queue"] == settings.RUN_CONTROL_QUEUE and entry["schedule"] <= 60
+    run = _paused(reviewer)
+    Approval.objects.filter(run=run).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert expire_approvals.apply().get() == 1
+    run.refresh_from_db()
+    assert run.status == Run.Status.STOPPED and "expired" in run.reason
+
+
+@pytest.mark.django_db
 def test_stop_on_a_paused_run_ends_it_at_once(suite, reviewer, auth_client):
     run = _paused(reviewer)
     response = auth_client.post(reverse("runs:stop", args=[run.pk]))
