@@ -183,7 +183,7 @@ READ_COMMANDS = frozenset(
 )
 # Moving changes where the agent is, not the state of anything it may ask
 # about again ("open drawer 3" twice with a "go to" between is still twice).
-MOVE_VERBS = frozenset(["go", "goto", "move", "walk", "navigate", "travel", "teleport", "click"])
+MOVE_VERBS = frozenset(["go", "goto", "move", "walk", "navigate", "travel", "teleport"])
 _NAME_SPLIT_RE = re.compile(r"[_\s.-]+|(?<=[a-z])(?=[A-Z])")
 
 

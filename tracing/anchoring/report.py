@@ -413,6 +413,7 @@ def _column_names(sentence: str) -> list[str]:
     return [next(g for g in m.groups() if g) for m in _COLUMN_RE.finditer(sentence)]
 
 
+_SEARCH_TOOLS = frozenset(["search", "search_products", "find", "lookup"])
 # Calls that put something in the agent's hands.
 HOLD_RE = re.compile(r"(?:\w+\s+)?(?:take|pick|grab|get|collect)\b", re.IGNORECASE)
 _NOT_FOUND_RE = re.compile(
@@ -705,9 +706,12 @@ class _Pass:
                     self._hold(call)
                     # A call that may have changed the world: asking another
                     # tool again since is legitimate (a read changes nothing).
+                    # A click opens a page or picks an option: it changes what
+                    # the agent looks at, not what a search returns, so the
+                    # same search after it still asks again.
                     acted = action_key(call.tool, None)[0]
                     for other in self.history:
-                        if other != acted:
+                        if other != acted and not (acted == "click" and other in _SEARCH_TOOLS):
                             self.changed_at[other] = step.index
         if not failed:
             self.done_texts.append(text[:2000].lower())
