@@ -136,3 +136,43 @@ def test_a_trace_rebuilt_in_order_keeps_one_call_per_turn(client, user):
 def test_an_llm_span_without_content_or_usage_records_no_call(client, user):
     _post(client, user, [_span(2, 0, {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"})])
     assert Step.objects.count() == 1 and not ModelCall.objects.exists()
+
+
+def test_image_and_audio_parts_are_kept_as_placeholders_without_their_bytes(client, auth_client, user):
+    png = "data:image/png;base64," + "A" * 40_000
+    oi = {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o",
+          "llm.input_messages.0.message.role": "user",
+          "llm.input_messages.0.message.contents.0.message_content.type": "text",
+          "llm.input_messages.0.message.contents.0.message_content.text": "What is in <b>this</b> picture?",
+          "llm.input_messages.0.message.contents.1.message_content.type": "image",
+          "llm.input_messages.0.message.contents.1.message_content.image.image.url": png,
+          "llm.input_messages.0.message.contents.2.message_content.type": "image",
+          "llm.input_messages.0.message.contents.2.message_content.image.image.url": "https://example.org/cat.jpg",
+          "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "A cat."}
+    genai_in = [{"role": "user", "parts": [
+        {"type": "text", "content": "And this?"},
+        {"type": "blob", "modality": "audio", "mime_type": "audio/wav", "content": "UklG" * 2000},
+        {"type": "uri", "modality": "image", "mime_type": "image/jpeg", "uri": "https://example.org/dog.jpg"},
+        {"type": "image", "content": "data:image/gif;base64," + "R0lG" * 1000}]}]
+    genai = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+             "gen_ai.input.messages": json.dumps(genai_in),
+             "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "A dog."}]}])}
+    _post(client, user, [_span(2, 0, oi, parent="0000000000000001"), _span(3, 50, genai, parent="0000000000000001"),
+                         _span(1, 0, {"openinference.span.kind": "AGENT", "input.value": "look"}, dur_ms=100)])
+    one, two = ModelCall.objects.order_by("step_index")
+    assert call_messages(one) == [{"role": "user", "content": [
+        {"type": "text", "text": "What is in <b>this</b> picture?"},
+        {"type": "image", "image": {"mime_type": "image/png", "inline_bytes": 30_000}, "omitted": True},
+        {"type": "image", "image": {"url": "https://example.org/cat.jpg"}, "omitted": True}]}]
+    assert call_messages(two)[0]["content"][1:] == [
+        {"type": "audio", "audio": {"mime_type": "audio/wav", "inline_bytes": 6_000}, "omitted": True},
+        {"type": "image", "image": {"url": "https://example.org/dog.jpg", "mime_type": "image/jpeg"}, "omitted": True},
+        {"type": "image", "image": {"mime_type": "image/gif", "inline_bytes": 3_000}, "omitted": True}]
+    assert "AAAA" not in json.dumps(call_messages(one))  # the bytes are not stored
+
+    first = auth_client.get(f"/runs/{one.run_id}/calls/{one.step_index}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "[image: image/png, 29 KB inline — not shown]" in first and "[image: by URL — not shown]" in first
+    assert "What is in &lt;b&gt;this&lt;/b&gt; picture?" in first
+    second = auth_client.get(f"/runs/{two.run_id}/calls/{two.step_index}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "[audio: audio/wav, 5 KB inline — not shown]" in second
+    assert "[image: image/jpeg, by URL — not shown]" in second and "[image: image/gif, 2 KB inline — not shown]" in second

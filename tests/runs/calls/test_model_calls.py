@@ -9,11 +9,12 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from runs.agent.sim_server import sim_client
+from runs.calls.forms import ReplayForm
 from runs.launch import execution, services
 from runs.launch.models import Run, Task
 from tests.projects import project_of
 from tracing.call_store import CallRecorder, call_messages
-from tracing.model_calls import ModelCallRecord, prompt_segments, prompt_text
+from tracing.model_calls import ModelCallRecord, media_part, prompt_segments, prompt_text
 from tracing.models import CallMessage, ModelCall, Step
 
 pytestmark = pytest.mark.django_db
@@ -262,6 +263,16 @@ def test_bad_replay_input_is_a_form_error(auth_client, make_run, data, error):
     response = auth_client.post(reverse("runs:call_replay", args=[run.pk, 0]), data, headers={"HX-Request": "true"})
     assert response.status_code == 400
     assert error in response.content.decode().replace(",", "")
+
+
+def test_a_traced_media_placeholder_is_replayed_as_a_note_not_as_a_part_the_model_refuses():
+    image = media_part("image", url="data:image/png;base64," + "A" * 400)
+    native = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    form = ReplayForm({"provider": "sim", "content_0": "sys"}, api="chat", messages=[
+        {"role": "system", "content": "sys"}, {"role": "user", "content": [{"type": "text", "text": "what?"}, image, native]}])
+    assert form.is_valid(), form.errors
+    assert form.edited_messages()[1]["content"] == [
+        {"type": "text", "text": "what?"}, {"type": "text", "text": "[image not recorded in the trace]"}, native]
 
 
 def test_a_long_conversation_opens_with_its_ends_and_loads_the_middle_on_request(auth_client, make_run):
