@@ -176,3 +176,41 @@ def test_image_and_audio_parts_are_kept_as_placeholders_without_their_bytes(clie
     second = auth_client.get(f"/runs/{two.run_id}/calls/{two.step_index}/", HTTP_HX_REQUEST="true").content.decode()
     assert "[audio: audio/wav, 5 KB inline — not shown]" in second
     assert "[image: image/jpeg, by URL — not shown]" in second and "[image: image/gif, 2 KB inline — not shown]" in second
+
+
+def test_a_traced_call_with_a_1_mb_message_and_html_in_every_field_opens_cut_folded_and_inert(client, auth_client, user):
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    tool = {"type": "function", "function": {"name": "<svg onload=alert(3)>", "parameters": {"description": evil}}}
+    attrs = {"openinference.span.kind": "LLM", "llm.model_name": f"gpt-4o {evil}",
+             "llm.invocation_parameters": json.dumps({"temperature": 0.1, "stop": [evil], "seed": evil}),
+             "llm.tools.0.tool.json_schema": json.dumps(tool),
+             "llm.input_messages.0.message.role": f"system {evil}",
+             "llm.input_messages.0.message.content": evil,
+             "llm.input_messages.1.message.role": "user",
+             "llm.input_messages.1.message.content": evil + "x" * 1_000_000 + "THE-END",
+             "llm.input_messages.2.message.role": "user",
+             "llm.input_messages.2.message.contents.0.message_content.type": "image",
+             "llm.input_messages.2.message.contents.0.message_content.image.image.url": f"javascript:{evil}",
+             "llm.output_messages.0.message.role": "assistant",
+             "llm.output_messages.0.message.content": evil,
+             "llm.output_messages.0.message.tool_calls.0.tool_call.id": evil,
+             "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": evil,
+             "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": json.dumps({"q": evil}),
+             "llm.token_count.prompt": 250_000, "llm.token_count.completion": 5}
+    _post(client, user, [_span(2, 0, attrs, parent="0000000000000001"),
+                         _span(1, 0, {"openinference.span.kind": "AGENT", "input.value": evil}, dur_ms=100)])
+    call = ModelCall.objects.get()
+    sent = call_messages(call)
+    # The decoder cut the attribute (MAX_ATTRIBUTE_CHARS) and says so; the call keeps what arrived.
+    assert "cut by agentlab: 1,000,060 characters in all" in sent[1]["content"] and "THE-END" not in sent[1]["content"]
+    response = auth_client.get(f"/runs/{call.run_id}/calls/{call.step_index}/", HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 200 and len(body) < 100_000
+    assert "characters in all, the first 20000 shown" in body
+    assert "[image: by URL — not shown]" in body and "javascript:" not in body
+    for raw in ("<script", "<img src=x", "<svg onload"):
+        assert raw not in body, raw
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "&lt;svg onload=alert(3)&gt;" in body
+    replay = auth_client.get(f"/runs/{call.run_id}/calls/{call.step_index}/replay/", HTTP_HX_REQUEST="true")
+    assert replay.status_code == 200
+    assert all(raw not in replay.content.decode() for raw in ("<script", "<img src=x", "<svg onload"))

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from runs.agent.sim_server import sim_client
 from runs.calls.forms import ReplayForm
+from runs.calls.replay import ReplayResult
 from runs.launch import execution, services
 from runs.launch.models import Run, Task
 from tests.projects import project_of
@@ -248,6 +249,21 @@ def test_replaying_against_a_model_that_is_down_says_so_and_records_nothing(auth
     assert response.status_code == 200
     assert "cannot reach the model endpoint http://127.0.0.1:9/v1" in body and 'role="alert"' in body
     assert Step.objects.count() == steps_before and ModelCall.objects.filter(run=run).count() == 1
+
+
+def test_a_replayed_answer_is_shown_inert(auth_client, make_run, monkeypatch):
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    answer = {"choices": [{"message": {"role": "assistant", "content": evil, "tool_calls": [
+        {"id": evil, "type": "function", "function": {"name": evil, "arguments": evil}}]}, "finish_reason": evil}]}
+    monkeypatch.setattr("runs.calls.views.call_replay",
+                        lambda **kwargs: ReplayResult(model=evil, response=answer, prompt_tokens=3, completion_tokens=1))
+    run = make_run()
+    _stored_call(run, [{"role": "user", "content": "hi"}])
+    response = auth_client.post(reverse("runs:call_replay", args=[run.pk, 0]), {"provider": "sim", "content_0": evil},
+                                headers={"HX-Request": "true"})
+    body = response.content.decode()
+    assert response.status_code == 200 and "Replayed answer" in body
+    assert "<script" not in body and "<img src=x" not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
 
 
 @pytest.mark.parametrize(("data", "error"), [
