@@ -131,6 +131,8 @@ def test_a_trace_rebuilt_in_order_keeps_one_call_per_turn(client, user):
     calls = list(ModelCall.objects.order_by("step_index"))
     assert len(calls) == 2
     assert call_messages(calls[1])[0] == {"role": "system", "content": SYSTEM}
+    # Derived in one pass, the second call stores only what it adds to the first's system prompt and question.
+    assert (calls[1].prefix_len, len(calls[1].suffix_ids)) == (2, 2)
 
 
 def test_an_llm_span_without_content_or_usage_records_no_call(client, user):
