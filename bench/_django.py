@@ -10,7 +10,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-EVAL_DIR = ROOT.parent / "shared" / "eval"
+# ../shared/eval beside the checkout; a worktree (wt/NAME) finds it a level further up.
+EVAL_DIR = next((p / "shared" / "eval" for p in ROOT.parents if (p / "shared" / "eval").exists()),
+                ROOT.parent / "shared" / "eval")
 # Settings refuse to start without a key when DEBUG is off; benches use scratch
 # databases only (servers they start inherit it).
 os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-serving-0123456789abcdef")
