@@ -52,7 +52,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _django import EVAL_DIR, ROOT, bench_project, ensure_database, percentile  # noqa: E402
 
-DB_NAME = "agentlab_bench_ingest"
+# BENCH_DB: another scratch database, so two checkouts can measure side by side.
+DB_NAME = os.environ.get("BENCH_DB", "agentlab_bench_ingest")
 BATCH_STEPS = 5000
 OTLP_BATCH_SPANS = 512
 TARGET_STEPS_PER_S = 20_000
@@ -98,7 +99,48 @@ def _api_bodies(trajectories, tag: str) -> list[bytes]:
     return bodies
 
 
-def _otlp_bodies(trajectories, round_no: int) -> tuple[list[bytes], int]:
+# What an instrumented chat agent's LLM spans carry besides the reply: the
+# system prompt, the tools offered and the parameters, on every call.
+_SYSTEM = ("You are a ReAct agent. Think step by step, call one tool at a time, read its result, and finish "
+           "with the answer when you are sure. " * 6)
+_TOOLS = [json.dumps({"type": "function", "function": {"name": name, "description": f"{name} tool",
+                                                        "parameters": {"type": "object", "properties": {
+                                                            "query": {"type": "string"}}}}})
+          for name in ("search", "lookup", "finish")]
+
+
+def _input_messages(task: str, earlier) -> dict[str, str]:
+    """llm.input_messages.* as OpenInference flattens them: the conversation so
+    far (every call resends it whole), parameters and tools."""
+    history = [("system", _SYSTEM, None, ""), ("user", task, None, "")]
+    for pos, step in enumerate(earlier):
+        if step.kind == "thought":
+            history.append(("assistant", step.text, None, ""))
+        elif step.kind == "action":
+            args = step.args if isinstance(step.args, str) else json.dumps(step.args)
+            history.append(("assistant", "", (f"call_{pos}", step.tool or "tool", args or "{}"), ""))
+        elif step.kind == "observation":
+            history.append(("tool", step.text, None, f"call_{pos - 1}"))
+    attrs = {"llm.invocation_parameters": json.dumps({"temperature": 0.0, "max_tokens": 512})}
+    attrs.update({f"llm.tools.{i}.tool.json_schema": t for i, t in enumerate(_TOOLS)})
+    for i, (role, content, call, call_id) in enumerate(history):
+        prefix = f"llm.input_messages.{i}.message."
+        attrs[prefix + "role"] = role
+        if content:
+            attrs[prefix + "content"] = content
+        if call:
+            attrs.update({prefix + "tool_calls.0.tool_call.id": call[0],
+                          prefix + "tool_calls.0.tool_call.function.name": call[1],
+                          prefix + "tool_calls.0.tool_call.function.arguments": call[2]})
+        if call_id:
+            attrs[prefix + "tool_call_id"] = call_id
+    return attrs
+
+
+def _otlp_bodies(trajectories, round_no: int, *, messages: bool = False) -> tuple[list[bytes], int]:
+    """The trajectories as OpenInference spans; with `messages`, each LLM span
+    also carries what the model was sent (llm.input_messages.*, tools,
+    parameters), which ingestion stores as the run's model calls."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     bodies, spans_total = [], 0
@@ -136,12 +178,13 @@ def _otlp_bodies(trajectories, round_no: int) -> tuple[list[bytes], int]:
         for pos, step in enumerate(steps):
             start = t0 + pos * 10_000_000
             span_no += 1
+            sent = _input_messages(traj.task, steps[:pos]) if messages and step.kind in ("thought", "final") else {}
             if step.kind == "thought":
                 add(trace_id, span_no, root, start, {
                     "openinference.span.kind": "LLM", "llm.model_name": "eval",
                     "llm.output_messages.0.message.role": "assistant",
                     "llm.output_messages.0.message.content": step.text,
-                    "llm.token_count.prompt": 100, "llm.token_count.completion": 20})
+                    "llm.token_count.prompt": 100, "llm.token_count.completion": 20, **sent})
             elif step.kind == "action":
                 result = steps[pos + 1].text if pos + 1 < len(steps) and steps[pos + 1].kind == "observation" else ""
                 args = step.args if isinstance(step.args, str) else json.dumps(step.args)
@@ -152,7 +195,7 @@ def _otlp_bodies(trajectories, round_no: int) -> tuple[list[bytes], int]:
                 add(trace_id, span_no, root, start, {
                     "openinference.span.kind": "LLM", "llm.model_name": "eval",
                     "llm.output_messages.0.message.role": "assistant",
-                    "llm.output_messages.0.message.content": f"Final Answer: {step.text}"})
+                    "llm.output_messages.0.message.content": f"Final Answer: {step.text}", **sent})
         add(trace_id, 1, b"", t0, {"openinference.span.kind": "AGENT", "input.value": traj.task},
             end=t0 + (len(steps) + 1) * 10_000_000)
     if in_request:
@@ -323,6 +366,59 @@ def _reverse_order(base: str, token: str) -> list[float]:
     return [_post(f"{base}/v1/traces", token, body, "application/x-protobuf") * 1000 for body in bodies]
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _model_call_cost(server: subprocess.Popen, base: str, token: str, trajectories, args) -> dict[str, dict]:
+    """OTLP ingestion with the model-call writes and without them, for LLM
+    spans carrying only the reply and for LLM spans carrying the messages sent
+    too: spans/s, and the server's CPU ms per 1,000 spans (which the other
+    jobs on a shared machine inflate far less than wall time). The two servers
+    take turns, so both see the same load."""
+    from django.db import connection
+
+    bare, bare_base = _start_server(args.port + 1, args.concurrency, calls=False)
+    out: dict[str, dict] = {}
+    trace_round = 1000  # trace ids unused by the rounds above
+    try:
+        for round_no in range(args.rounds):
+            for variant, messages in (("LLM spans with the reply only", False), ("LLM spans with the messages sent", True)):
+                rec = out.setdefault(variant, {"on": [], "off": [], "on_cpu": [], "off_cpu": []})
+                targets = [("on", server, base), ("off", bare, bare_base)]
+                for key, proc, url in targets if round_no % 2 == 0 else targets[::-1]:
+                    trace_round += 1
+                    bodies, spans = _otlp_bodies(trajectories, trace_round, messages=messages)
+                    cpu = _cpu_s(proc.pid)
+                    elapsed = _send_all(f"{url}/v1/traces", token, bodies, "application/x-protobuf", args.concurrency)
+                    rec[f"{key}_cpu"].append((_cpu_s(proc.pid) - cpu) * 1e6 / spans)
+                    rec[key].append(spans / elapsed)
+                rec.update(mb=sum(len(b) for b in bodies) / 1e6, spans=spans)
+    finally:
+        bare.terminate()
+        bare.wait(10)
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*), pg_total_relation_size('tracing_modelcall'), "
+                    "pg_total_relation_size('tracing_callmessage') FROM tracing_modelcall")
+        n, calls_size, messages_size = cur.fetchone()
+    print(f"model calls stored: {n:,}; tracing_modelcall {calls_size / 1e6:.1f} MB, "
+          f"tracing_callmessage {messages_size / 1e6:.1f} MB")
+    return out
+
+
+def _print_calls_cost(calls_cost: dict[str, dict], copy_rows_per_s: float) -> None:
+    print("OTLP, model calls written vs not (same bodies, a second server that skips the call writes; median of "
+          f"rounds; raw COPY {copy_rows_per_s:,.0f} rows/s):")
+    for variant, r in calls_cost.items():
+        on, off = statistics.median(r["on"]), statistics.median(r["off"])
+        on_cpu, off_cpu = statistics.median(r["on_cpu"]), statistics.median(r["off_cpu"])
+        print(f"  {variant:34} {r['spans']} spans, {r['mb']:.0f} MB: {on:>6,.0f} spans/s with calls, {off:>6,.0f} "
+              f"without ({on / off - 1:+.0%}); server CPU {on_cpu:,.0f} vs {off_cpu:,.0f} ms per 1,000 spans "
+              f"({on_cpu / off_cpu - 1:+.0%})")
+
+
 def _print_reverse(times: list[float]) -> None:
     first, last = statistics.mean(times[:100]), statistics.mean(times[-100:])
     print(f"reverse-ordered trace, {REVERSE_SPANS} spans one per request: mean {statistics.mean(times):.1f} ms/request, "
@@ -344,6 +440,12 @@ def serve(port: int, threads: int) -> None:
     setup(DB_NAME)
     from django.core.wsgi import get_wsgi_application
 
+    if os.environ.get("BENCH_NO_CALLS") == "1":
+        # The "before": the same mapping, the model calls it derives not written.
+        import tracing.ingest.services
+
+        tracing.ingest.services.calls_record = lambda batches: None
+
     pool = ThreadPoolExecutor(threads)
 
     class Handler(WSGIRequestHandler):
@@ -361,8 +463,9 @@ def serve(port: int, threads: int) -> None:
     server.serve_forever()
 
 
-def _start_server(port: int, threads: int) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "DB_NAME": DB_NAME, "DEBUG": "0", "LOG_LEVEL": "ERROR", "RUN_QUEUE": BENCH_QUEUE}
+def _start_server(port: int, threads: int, *, calls: bool = True) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "DB_NAME": DB_NAME, "DEBUG": "0", "LOG_LEVEL": "ERROR", "RUN_QUEUE": BENCH_QUEUE,
+           "BENCH_NO_CALLS": "0" if calls else "1"}
     server = subprocess.Popen(
         [sys.executable, __file__, "--serve", "--port", str(port), "--threads", str(threads)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
@@ -389,7 +492,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--port", type=int, default=8731)
-    parser.add_argument("--only", choices=["reverse"], default=None)
+    parser.add_argument("--only", choices=["reverse", "calls"], default=None)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -415,6 +518,16 @@ def main() -> None:
             server.wait(10)
         return
     trajectories = _load()
+    if args.only == "calls":
+        server, base = _start_server(args.port, args.concurrency)
+        try:
+            copy_ = statistics.median(sum(len(t.steps) for t in trajectories) / _raw_copy(trajectories, owner)
+                                      for _ in range(args.rounds))
+            _print_calls_cost(_model_call_cost(server, base, token, trajectories, args), copy_)
+        finally:
+            server.terminate()
+            server.wait(10)
+        return
     total_steps = sum(len(t.steps) for t in trajectories)
     print(f"{len(trajectories)} trajectories, {total_steps} steps from {EVAL_DIR}")
 
@@ -436,6 +549,7 @@ def main() -> None:
                   f"stored {sdk[-1][1]:,.0f} spans/s, {sdk[-1][3]} of {sdk[-1][2]} spans stored")
         latencies = _latencies(base, token)
         reverse = _reverse_order(base, token)
+        calls_cost = _model_call_cost(server, base, token, trajectories, args)
     finally:
         server.terminate()
         server.wait(10)
@@ -455,6 +569,7 @@ def main() -> None:
     for size, (p50, p95) in latencies.items():
         print(f"POST steps, batch {size:>4}: p50 {p50:7.1f} ms  p95 {p95:7.1f} ms")
     _print_reverse(reverse)
+    _print_calls_cost(calls_cost, copy_)
     print(f"analysis on finish (signals + anchor break): {_analysis_cost(owner, trajectories) * 1000:.1f} ms/run")
 
 

@@ -46,3 +46,30 @@ def prompt_segments(prompt: str) -> list[dict[str, Any]]:
 
 def prompt_text(messages: list[dict[str, Any]]) -> str:
     return "".join(str(m.get("content", "")) for m in messages)
+
+
+# The kinds of media a message part can carry besides text.
+MEDIA_KINDS = ("image", "audio", "video", "file")
+# A URL kept on a media placeholder (a link is useful, a 2 MB link is an inlined file).
+MEDIA_URL_CHARS = 2_000
+
+
+def media_part(kind: str, *, url: str = "", mime_type: str = "", inline_chars: int = 0) -> dict[str, Any]:
+    """A message part standing for an image, a sound or a file whose bytes a
+    trace carried: what it was and how big, never the bytes (a screenshot a
+    turn is a megabyte a turn, and nobody reads base64). ``inline_chars`` is
+    the length of base64 data sent inline; a data: URL is measured the same way.
+    The run page shows it as a placeholder, as it shows a native run's image."""
+    kind = kind if kind in MEDIA_KINDS else "file"
+    about: dict[str, Any] = {}
+    if url.startswith("data:"):
+        header, _, data = url[5:].partition(",")
+        mime_type = mime_type or header.split(";", 1)[0]
+        inline_chars = inline_chars or len(data)
+    elif url:
+        about["url"] = url[:MEDIA_URL_CHARS]
+    if mime_type:
+        about["mime_type"] = mime_type[:100]
+    if inline_chars:
+        about["inline_bytes"] = inline_chars * 3 // 4
+    return {"type": kind, kind: about, "omitted": True}

@@ -18,7 +18,7 @@ from tracing.model_calls import prompt_text
 FOLD_CHARS = 20_000
 # Content part types that carry media rather than text (OpenAI chat parts).
 MEDIA_PARTS = {"image_url": "image", "image": "image", "input_image": "image", "input_audio": "audio",
-               "audio": "audio", "audio_url": "audio", "file": "file", "input_file": "file"}
+               "audio": "audio", "audio_url": "audio", "video": "video", "file": "file", "input_file": "file"}
 
 
 @dataclass
@@ -54,8 +54,13 @@ def _media_placeholder(part: dict[str, Any]) -> str:
     detail = ""
     if url.startswith("data:"):
         detail = f"{url[5:].split(';', 1)[0] or 'inline'}, {len(url) * 3 // 4 // 1024} KB inline"
+    elif isinstance(payload, dict) and payload.get("inline_bytes"):
+        # An ingested trace's media part: its size was kept, not its bytes (tracing.model_calls.media_part).
+        detail = f"{payload.get('mime_type') or 'inline'}, {int(payload['inline_bytes']) // 1024} KB inline"
     elif url:
-        detail = "by URL"
+        detail = f"{payload['mime_type']}, by URL" if isinstance(payload, dict) and payload.get("mime_type") else "by URL"
+    elif isinstance(payload, dict) and payload.get("mime_type"):
+        detail = str(payload["mime_type"])
     fmt = payload.get("format") if isinstance(payload, dict) else None
     if fmt:
         detail = f"{fmt}{', ' + detail if detail else ''}"

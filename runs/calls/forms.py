@@ -14,6 +14,15 @@ MAX_MESSAGE_CHARS = 1_100_000
 MAX_TOTAL_CHARS = 4_000_000
 
 
+def _sendable(part: Any) -> Any:
+    """A media placeholder from a trace (tracing.model_calls.media_part) has no
+    bytes to send: the model is told what was there instead of being sent a
+    part type it would refuse."""
+    if isinstance(part, dict) and part.get("omitted"):
+        return {"type": "text", "text": f"[{part.get('type')} not recorded in the trace]"}
+    return part
+
+
 class ReplayForm(forms.Form):
     provider = forms.ChoiceField(choices=MODEL_CHOICES, label="Model")
     model_name = forms.CharField(max_length=120, required=False,
@@ -64,5 +73,7 @@ class ReplayForm(forms.Form):
                 message = {**message, "content": self.cleaned_data.get(name) or ""}
                 if message["content"] == "" and message.get("tool_calls"):
                     message["content"] = None  # an assistant turn that only called a tool
+            elif isinstance(message, dict) and isinstance(message.get("content"), list):
+                message = {**message, "content": [_sendable(part) for part in message["content"]]}
             out.append(message)
         return out

@@ -131,8 +131,88 @@ def test_a_trace_rebuilt_in_order_keeps_one_call_per_turn(client, user):
     calls = list(ModelCall.objects.order_by("step_index"))
     assert len(calls) == 2
     assert call_messages(calls[1])[0] == {"role": "system", "content": SYSTEM}
+    # Derived in one pass, the second call stores only what it adds to the first's system prompt and question.
+    assert (calls[1].prefix_len, len(calls[1].suffix_ids)) == (2, 2)
 
 
 def test_an_llm_span_without_content_or_usage_records_no_call(client, user):
     _post(client, user, [_span(2, 0, {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"})])
     assert Step.objects.count() == 1 and not ModelCall.objects.exists()
+
+
+def test_image_and_audio_parts_are_kept_as_placeholders_without_their_bytes(client, auth_client, user):
+    png = "data:image/png;base64," + "A" * 40_000
+    oi = {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o",
+          "llm.input_messages.0.message.role": "user",
+          "llm.input_messages.0.message.contents.0.message_content.type": "text",
+          "llm.input_messages.0.message.contents.0.message_content.text": "What is in <b>this</b> picture?",
+          "llm.input_messages.0.message.contents.1.message_content.type": "image",
+          "llm.input_messages.0.message.contents.1.message_content.image.image.url": png,
+          "llm.input_messages.0.message.contents.2.message_content.type": "image",
+          "llm.input_messages.0.message.contents.2.message_content.image.image.url": "https://example.org/cat.jpg",
+          "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "A cat."}
+    genai_in = [{"role": "user", "parts": [
+        {"type": "text", "content": "And this?"},
+        {"type": "blob", "modality": "audio", "mime_type": "audio/wav", "content": "UklG" * 2000},
+        {"type": "uri", "modality": "image", "mime_type": "image/jpeg", "uri": "https://example.org/dog.jpg"},
+        {"type": "image", "content": "data:image/gif;base64," + "R0lG" * 1000}]}]
+    genai = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+             "gen_ai.input.messages": json.dumps(genai_in),
+             "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "A dog."}]}])}
+    _post(client, user, [_span(2, 0, oi, parent="0000000000000001"), _span(3, 50, genai, parent="0000000000000001"),
+                         _span(1, 0, {"openinference.span.kind": "AGENT", "input.value": "look"}, dur_ms=100)])
+    one, two = ModelCall.objects.order_by("step_index")
+    assert call_messages(one) == [{"role": "user", "content": [
+        {"type": "text", "text": "What is in <b>this</b> picture?"},
+        {"type": "image", "image": {"mime_type": "image/png", "inline_bytes": 30_000}, "omitted": True},
+        {"type": "image", "image": {"url": "https://example.org/cat.jpg"}, "omitted": True}]}]
+    assert call_messages(two)[0]["content"][1:] == [
+        {"type": "audio", "audio": {"mime_type": "audio/wav", "inline_bytes": 6_000}, "omitted": True},
+        {"type": "image", "image": {"url": "https://example.org/dog.jpg", "mime_type": "image/jpeg"}, "omitted": True},
+        {"type": "image", "image": {"mime_type": "image/gif", "inline_bytes": 3_000}, "omitted": True}]
+    assert "AAAA" not in json.dumps(call_messages(one))  # the bytes are not stored
+
+    first = auth_client.get(f"/runs/{one.run_id}/calls/{one.step_index}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "[image: image/png, 29 KB inline — not shown]" in first and "[image: by URL — not shown]" in first
+    assert "What is in &lt;b&gt;this&lt;/b&gt; picture?" in first
+    second = auth_client.get(f"/runs/{two.run_id}/calls/{two.step_index}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "[audio: audio/wav, 5 KB inline — not shown]" in second
+    assert "[image: image/jpeg, by URL — not shown]" in second and "[image: image/gif, 2 KB inline — not shown]" in second
+
+
+def test_a_traced_call_with_a_1_mb_message_and_html_in_every_field_opens_cut_folded_and_inert(client, auth_client, user):
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    tool = {"type": "function", "function": {"name": "<svg onload=alert(3)>", "parameters": {"description": evil}}}
+    attrs = {"openinference.span.kind": "LLM", "llm.model_name": f"gpt-4o {evil}",
+             "llm.invocation_parameters": json.dumps({"temperature": 0.1, "stop": [evil], "seed": evil}),
+             "llm.tools.0.tool.json_schema": json.dumps(tool),
+             "llm.input_messages.0.message.role": f"system {evil}",
+             "llm.input_messages.0.message.content": evil,
+             "llm.input_messages.1.message.role": "user",
+             "llm.input_messages.1.message.content": evil + "x" * 1_000_000 + "THE-END",
+             "llm.input_messages.2.message.role": "user",
+             "llm.input_messages.2.message.contents.0.message_content.type": "image",
+             "llm.input_messages.2.message.contents.0.message_content.image.image.url": f"javascript:{evil}",
+             "llm.output_messages.0.message.role": "assistant",
+             "llm.output_messages.0.message.content": evil,
+             "llm.output_messages.0.message.tool_calls.0.tool_call.id": evil,
+             "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": evil,
+             "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": json.dumps({"q": evil}),
+             "llm.token_count.prompt": 250_000, "llm.token_count.completion": 5}
+    _post(client, user, [_span(2, 0, attrs, parent="0000000000000001"),
+                         _span(1, 0, {"openinference.span.kind": "AGENT", "input.value": evil}, dur_ms=100)])
+    call = ModelCall.objects.get()
+    sent = call_messages(call)
+    # The decoder cut the attribute (MAX_ATTRIBUTE_CHARS) and says so; the call keeps what arrived.
+    assert "cut by agentlab: 1,000,060 characters in all" in sent[1]["content"] and "THE-END" not in sent[1]["content"]
+    response = auth_client.get(f"/runs/{call.run_id}/calls/{call.step_index}/", HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 200 and len(body) < 100_000
+    assert "characters in all, the first 20000 shown" in body
+    assert "[image: by URL — not shown]" in body and "javascript:" not in body
+    for raw in ("<script", "<img src=x", "<svg onload"):
+        assert raw not in body, raw
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "&lt;svg onload=alert(3)&gt;" in body
+    replay = auth_client.get(f"/runs/{call.run_id}/calls/{call.step_index}/replay/", HTTP_HX_REQUEST="true")
+    assert replay.status_code == 200
+    assert all(raw not in replay.content.decode() for raw in ("<script", "<img src=x", "<svg onload"))

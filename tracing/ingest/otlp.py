@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tracing.ingest import payloads
-from tracing.model_calls import ModelCallRecord, prompt_segments
+from tracing.model_calls import MEDIA_KINDS, ModelCallRecord, media_part, prompt_segments
 from tracing.steps import Step
 
 # OTLP ids: 16-byte trace ids and 8-byte span ids, hex in JSON, raw in protobuf.
@@ -406,7 +406,7 @@ def _oi_messages(attrs: dict, prefix: str) -> list[dict]:
         if not pos.isdigit() or not rest.startswith("message."):
             continue
         msg = messages.setdefault(int(pos), {"role": "", "content": "", "tool_call_id": "", "calls": {},
-                                             "reasoning": ""})
+                                             "reasoning": "", "media": []})
         rest = rest[len("message."):]
         if rest == "role":
             msg["role"] = str(value)
@@ -433,10 +433,16 @@ def _oi_messages(attrs: dict, prefix: str) -> list[dict]:
         msg = messages[pos]
         out.append(msg)
         # Multi-part content (``message.contents.N.message_content.*``): text parts
-        # join the content; reasoning parts are the thought.
+        # join the content; reasoning parts are the thought; images and sounds
+        # are kept as what they were, without their bytes.
         parts = _oi_parts(attrs, f"{prefix}{pos}.message.contents.") if has_parts else []
-        for kind, text in parts:
-            if kind == "reasoning":
+        for part in parts:
+            kind, text = part["type"], part["text"]
+            if kind in MEDIA_KINDS or part["media"]:
+                msg["media"].append(_media(part["media"] or kind, url=part["url"], mime_type=part["mime_type"]))
+            elif not text:
+                continue
+            elif kind == "reasoning":
                 msg["reasoning"] = (msg["reasoning"] + "\n" + text).strip()
             elif not msg["content"]:
                 msg["content"] = text
@@ -446,18 +452,57 @@ def _oi_messages(attrs: dict, prefix: str) -> list[dict]:
     return out
 
 
-def _oi_parts(attrs: dict, prefix: str) -> list[tuple[str, str]]:
+def _oi_parts(attrs: dict, prefix: str) -> list[dict[str, str]]:
     parts: dict[int, dict] = {}
     for key, value in attrs.items():
         if key.startswith(prefix):
             pos, _, part = key[len(prefix):].partition(".")
             if pos.isdigit():
-                slot = parts.setdefault(int(pos), {"type": "text", "text": ""})
+                slot = parts.setdefault(int(pos), {"type": "text", "text": "", "media": "", "url": "", "mime_type": ""})
                 if part == "message_content.text":
                     slot["text"] = _text(value)
                 elif part == "message_content.type":
                     slot["type"] = str(value)
-    return [(parts[p]["type"], parts[p]["text"]) for p in sorted(parts) if parts[p]["text"]]
+                elif part.startswith("message_content."):
+                    # message_content.image.image.url (OpenInference), and the audio equivalent.
+                    media = part.split(".")[1]
+                    slot["media"] = media if media in MEDIA_KINDS else slot["media"]
+                    if part.endswith(".url"):
+                        slot["url"] = _text(value)
+                    elif part.endswith("mime_type"):
+                        slot["mime_type"] = _text(value)
+    return [parts[p] for p in sorted(parts)]
+
+
+_CUT_RE = re.compile(r"… \[cut by agentlab: ([\d,]+) characters in all\]$")
+
+
+def _sent_chars(text: str) -> int:
+    """How long an attribute string was before _cap cut it."""
+    cut = _CUT_RE.search(text)
+    return int(cut[1].replace(",", "")) if cut else len(text)
+
+
+def _media(kind: str, *, url: str = "", mime_type: str = "", data: str = "") -> dict[str, Any]:
+    """An image or audio part of a traced message as a placeholder (tracing.model_calls.media_part)."""
+    if url.startswith("data:"):
+        header = url.partition(",")[0]
+        return media_part(kind, mime_type=mime_type or header[5:].split(";", 1)[0],
+                          inline_chars=_sent_chars(url) - len(header) - 1)
+    return media_part(kind, url=url, mime_type=mime_type, inline_chars=_sent_chars(data) if data else 0)
+
+
+def _genai_media(part: dict) -> dict[str, Any]:
+    """GenAI's ``blob`` / ``uri`` / ``file`` parts (with a ``modality``), and the
+    ``image`` / ``audio`` parts some instrumentations write instead."""
+    kind = str(part.get("type"))
+    modality = str(part.get("modality") or (kind if kind in MEDIA_KINDS else "file"))
+    url = next((v for v in (part.get("uri"), part.get("url"), part.get("image_url")) if isinstance(v, str)), "")
+    content = part.get("content")
+    data = content if isinstance(content, str) else ""
+    if not url and data.startswith(("data:", "http://", "https://")):
+        url, data = data, ""
+    return _media(modality, url=url, mime_type=_text(part.get("mime_type")), data=data)
 
 
 def _genai_messages(value: Any) -> list[dict]:
@@ -470,7 +515,7 @@ def _genai_messages(value: Any) -> list[dict]:
         if not isinstance(raw, dict):
             continue
         msg = {"role": str(raw.get("role") or ""), "content": "", "tool_call_id": "", "calls": [], "reasoning": "",
-               "status": ""}
+               "status": "", "media": []}
         texts, thoughts = [], []
         parts = raw.get("parts")
         if isinstance(raw.get("content"), str):  # older, flat shape
@@ -486,6 +531,8 @@ def _genai_messages(value: Any) -> list[dict]:
             elif kind == "tool_call":
                 msg["calls"].append({"id": str(part.get("id") or ""), "name": str(part.get("name") or ""),
                                      "arguments": part.get("arguments")})
+            elif kind in ("blob", "uri", "file", *MEDIA_KINDS):
+                msg["media"].append(_genai_media(part))
             elif kind == "tool_call_response":
                 msg["tool_call_id"] = str(part.get("id") or "")
                 response = part.get("response", part.get("result"))
@@ -544,6 +591,9 @@ def _chat_message(msg: dict) -> dict[str, Any]:
     """A mapper message dict in the chat API's shape, which the call panel shows."""
     out: dict[str, Any] = {"role": msg["role"] or "user",
                            "content": msg["content"] if msg["content"] or not msg["calls"] else None}
+    if msg.get("media"):
+        # The chat API's multi-part shape, so the call panel shows text and placeholders as for a native run.
+        out["content"] = [*([{"type": "text", "text": msg["content"]}] if msg["content"] else []), *msg["media"]]
     if msg["reasoning"]:
         out["reasoning"] = msg["reasoning"]
     if msg["calls"]:

@@ -9,11 +9,13 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from runs.agent.sim_server import sim_client
+from runs.calls.forms import ReplayForm
+from runs.calls.replay import ReplayResult
 from runs.launch import execution, services
 from runs.launch.models import Run, Task
 from tests.projects import project_of
 from tracing.call_store import CallRecorder, call_messages
-from tracing.model_calls import ModelCallRecord, prompt_segments, prompt_text
+from tracing.model_calls import ModelCallRecord, media_part, prompt_segments, prompt_text
 from tracing.models import CallMessage, ModelCall, Step
 
 pytestmark = pytest.mark.django_db
@@ -249,6 +251,21 @@ def test_replaying_against_a_model_that_is_down_says_so_and_records_nothing(auth
     assert Step.objects.count() == steps_before and ModelCall.objects.filter(run=run).count() == 1
 
 
+def test_a_replayed_answer_is_shown_inert(auth_client, make_run, monkeypatch):
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    answer = {"choices": [{"message": {"role": "assistant", "content": evil, "tool_calls": [
+        {"id": evil, "type": "function", "function": {"name": evil, "arguments": evil}}]}, "finish_reason": evil}]}
+    monkeypatch.setattr("runs.calls.views.call_replay",
+                        lambda **kwargs: ReplayResult(model=evil, response=answer, prompt_tokens=3, completion_tokens=1))
+    run = make_run()
+    _stored_call(run, [{"role": "user", "content": "hi"}])
+    response = auth_client.post(reverse("runs:call_replay", args=[run.pk, 0]), {"provider": "sim", "content_0": evil},
+                                headers={"HX-Request": "true"})
+    body = response.content.decode()
+    assert response.status_code == 200 and "Replayed answer" in body
+    assert "<script" not in body and "<img src=x" not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+
+
 @pytest.mark.parametrize(("data", "error"), [
     ({"provider": "openai", "model_name": "", "content_0": "x"}, "Name the model"),
     ({"provider": "local", "content_0": "x"}, "text prompt only"),
@@ -262,6 +279,16 @@ def test_bad_replay_input_is_a_form_error(auth_client, make_run, data, error):
     response = auth_client.post(reverse("runs:call_replay", args=[run.pk, 0]), data, headers={"HX-Request": "true"})
     assert response.status_code == 400
     assert error in response.content.decode().replace(",", "")
+
+
+def test_a_traced_media_placeholder_is_replayed_as_a_note_not_as_a_part_the_model_refuses():
+    image = media_part("image", url="data:image/png;base64," + "A" * 400)
+    native = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    form = ReplayForm({"provider": "sim", "content_0": "sys"}, api="chat", messages=[
+        {"role": "system", "content": "sys"}, {"role": "user", "content": [{"type": "text", "text": "what?"}, image, native]}])
+    assert form.is_valid(), form.errors
+    assert form.edited_messages()[1]["content"] == [
+        {"type": "text", "text": "what?"}, {"type": "text", "text": "[image not recorded in the trace]"}, native]
 
 
 def test_a_long_conversation_opens_with_its_ends_and_loads_the_middle_on_request(auth_client, make_run):

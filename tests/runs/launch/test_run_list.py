@@ -5,6 +5,8 @@ from django.urls import reverse
 
 from runs.launch.models import Run
 from tests.htmx import hx, more_row_id
+from tracing.recorder import record_step
+from tracing.steps import Step as StepRecord
 
 pytestmark = pytest.mark.django_db
 URL = reverse("runs:list")
@@ -183,3 +185,17 @@ def test_an_old_link_with_a_status_that_is_now_an_outcome_still_works(auth_clien
 def test_the_status_filter_offers_finished_not_succeeded(auth_client):
     body = auth_client.get(URL).content.decode()
     assert '<option value="finished">' in body and '<option value="succeeded"' not in body
+
+
+def test_html_in_every_field_of_a_row_and_its_search_hit_is_inert(auth_client, make_run):
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    run = make_run(task=None, prompt=evil, model_name=evil, provider="openai", stopped_by="<b>x</b>", first_anchor_break=0,
+                   anchor_reason=evil, intervention_detectors=[evil], intervention_tiers=[evil], tags=[evil],
+                   session_id=evil)
+    record_step(run.pk, StepRecord(index=0, kind="thought", text=f"payload {evil}"))
+    for params in ({}, {"q": "payload"}):
+        body = auth_client.get(URL, params).content.decode()
+        assert f'id="run-{run.pk}"' in body, params
+        assert "<script>alert" not in body and "<img src=x" not in body and "<b>x</b>" not in body, params
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "<mark>payload</mark> &lt;script&gt;" in body  # the hit row under it
