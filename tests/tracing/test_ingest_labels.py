@@ -102,3 +102,38 @@ def test_otlp_attributes_become_the_runs_labels(client, token):
     assert run.tags == ["prod", "<i>x</i>"]
     assert run.metadata == {"dataset": "hotpot", "user.id": "u-1"}
     assert run.session_id == "chat-5"
+
+
+def _otlp_attr(key, value):
+    if isinstance(value, list):
+        return {"key": key, "value": {"arrayValue": {"values": [{"stringValue": v} for v in value]}}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _post_span(client, token, span_id, attributes, resource=()):
+    body = {"resourceSpans": [{"resource": {"attributes": [_otlp_attr("service.name", "svc"), *resource]},
+                               "scopeSpans": [{"spans": [{
+        "traceId": "5bf92f3577b34da6a3ce929d0e0e4736", "spanId": span_id, "name": "step",
+        "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000001000000000",
+        "attributes": attributes}]}]}]}
+    response = client.generic("POST", "/v1/traces", json.dumps(body), content_type="application/json",
+                              HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 200, response.content
+
+
+def test_resource_labels_and_later_batches_join_the_run(client, token):
+    # The SDK sets the session and a tag once on the resource; the agent span,
+    # sent in a later batch, brings more tags and metadata.
+    llm = [_otlp_attr("openinference.span.kind", "LLM"), _otlp_attr("input.value", "What is up?"),
+           _otlp_attr("tag.tags", ["first"])]
+    _post_span(client, token, "00000000000000b1", llm,
+               resource=[_otlp_attr("session.id", "chat-9"), _otlp_attr("tag.tags", ["from-resource"])])
+    run = Run.objects.get()
+    assert run.tags == ["first", "from-resource"] and run.session_id == "chat-9"
+    later = [_otlp_attr("openinference.span.kind", "AGENT"), _otlp_attr("input.value", "What is up?"),
+             _otlp_attr("tag.tags", ["first", "late"]), _otlp_attr("metadata", '{"dataset": "hotpot"}'),
+             _otlp_attr("session.id", "other")]
+    _post_span(client, token, "00000000000000b2", later)
+    run.refresh_from_db()
+    assert run.tags == ["first", "from-resource", "late"]
+    assert run.metadata == {"dataset": "hotpot"} and run.session_id == "chat-9"  # the first session stays

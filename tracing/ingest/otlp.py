@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tracing.ingest import payloads
+from tracing.ingest.otlp_labels import LABEL_ATTRS
 from tracing.model_calls import MEDIA_KINDS, ModelCallRecord, media_part, prompt_segments
 from tracing.steps import Step
 
@@ -84,6 +85,9 @@ class Span:
     status: str = "unset"  # unset | ok | error
     status_message: str = ""
     service: str = ""
+    # The resource's label attributes (tag.tags, metadata, session.id,
+    # user.id): an SDK often sets them once per process, not on each span.
+    resource_labels: dict[str, Any] = field(default_factory=dict)
 
     @property
     def duration_ms(self) -> float:
@@ -94,7 +98,8 @@ class Span:
         # of an OTLP request's time; attrs is this span's own dict already.
         return {"trace_id": self.trace_id, "span_id": self.span_id, "parent_id": self.parent_id, "name": self.name,
                 "start_ns": self.start_ns, "end_ns": self.end_ns, "attrs": self.attrs, "status": self.status,
-                "status_message": self.status_message, "service": self.service}
+                "status_message": self.status_message, "service": self.service,
+                "resource_labels": self.resource_labels}
 
     @classmethod
     def from_payload(cls, data: dict[str, Any]) -> Span:
@@ -168,9 +173,12 @@ def decode_protobuf(body: bytes) -> list[Span]:
     spans: list[Span] = []
     for ri, rs in enumerate(request.resource_spans):
         service = ""
+        resource_labels = {}
         for kv in rs.resource.attributes:
             if kv.key == "service.name":
                 service = str(_any_pb(kv.value, f"resourceSpans[{ri}].resource.attributes"))
+            elif kv.key in LABEL_ATTRS:
+                resource_labels[kv.key] = _any_pb(kv.value, f"resourceSpans[{ri}].resource.attributes[{kv.key!r}]")
         for si, ss in enumerate(rs.scope_spans):
             for pi, sp in enumerate(ss.spans):
                 where = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
@@ -187,6 +195,7 @@ def decode_protobuf(body: bytes) -> list[Span]:
                         status=_STATUS_CODES.get(sp.status.code, "unset"),
                         status_message=_cap(sp.status.message),
                         service=service,
+                        resource_labels=resource_labels,
                     )
                 )
     return spans
@@ -300,8 +309,10 @@ def decode_json(data: Any) -> list[Span]:
         where_r = f"resourceSpans[{ri}]"
         rs = _obj(rs, where_r)
         resource = _obj(rs.get("resource") or {}, f"{where_r}.resource")
-        service = str(_attributes_json(_list(resource, "attributes", f"{where_r}.resource"),
-                                       f"{where_r}.resource.attributes").get("service.name") or "")
+        resource_attrs = _attributes_json(_list(resource, "attributes", f"{where_r}.resource"),
+                                          f"{where_r}.resource.attributes")
+        service = str(resource_attrs.get("service.name") or "")
+        resource_labels = {k: v for k, v in resource_attrs.items() if k in LABEL_ATTRS}
         for si, ss in enumerate(_list(rs, "scopeSpans", where_r, "instrumentationLibrarySpans")):
             where_s = f"{where_r}.scopeSpans[{si}]"
             ss = _obj(ss, where_s)
@@ -328,6 +339,7 @@ def decode_json(data: Any) -> list[Span]:
                         status=_STATUS_CODES.get(status.get("code", 0), "unset"),
                         status_message=_cap(message),
                         service=service,
+                        resource_labels=resource_labels,
                     )
                 )
     return spans

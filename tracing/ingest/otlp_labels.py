@@ -14,7 +14,7 @@ are applied by trimming, not by refusing (``strict=False``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tracing.labels import USER_KEY, Labels, clean_labels
@@ -23,6 +23,7 @@ TAGS_ATTR = "tag.tags"
 METADATA_ATTR = "metadata"
 SESSION_ATTR = "session.id"
 USER_ATTR = "user.id"
+LABEL_ATTRS = frozenset([TAGS_ATTR, METADATA_ATTR, SESSION_ATTR, USER_ATTR])
 
 
 def _metadata(value: Any) -> dict[str, Any]:
@@ -35,6 +36,21 @@ def _metadata(value: Any) -> dict[str, Any]:
             return {METADATA_ATTR: value}
         return dict(parsed) if isinstance(parsed, dict) else {METADATA_ATTR: value}
     return {} if value is None else {METADATA_ATTR: value}
+
+
+def span_label_sources(spans: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
+    """Each span's own attributes, then its resource's label attributes."""
+    for span in spans:
+        yield span.attrs
+        if span.resource_labels:
+            yield span.resource_labels
+
+
+def labels_merged(old: Labels, new: Labels) -> Labels:
+    """A later batch's labels added to the run's: tags united, metadata keys
+    already set kept, the session kept once given."""
+    return clean_labels(tags=[*old.tags, *new.tags], metadata={**new.metadata, **old.metadata},
+                        session_id=old.session_id or new.session_id, strict=False)
 
 
 def labels_from_attributes(attribute_sets: Iterable[Mapping[str, Any]]) -> Labels:

@@ -32,7 +32,7 @@ from tracing.ingest.otlp import (
     order_key,
     produces_steps,
 )
-from tracing.ingest.otlp_labels import labels_from_attributes
+from tracing.ingest.otlp_labels import labels_from_attributes, labels_merged, span_label_sources
 from tracing.ingest.writes import (
     Appended,
     append_steps,
@@ -47,6 +47,7 @@ from tracing.ingest.writes import (
     stored_span_ids,
     write_new_steps,
 )
+from tracing.labels import Labels
 from tracing.model_calls import ModelCallRecord
 from tracing.models import ExternalRun, IngestedSpan, Step, get_run_model
 from tracing.recorder import add_to_summaries, clean_text, clean_value
@@ -246,7 +247,7 @@ def _new_otlp_run(owner, project_id: int, trace_id: str, spans: Sequence[Span]) 
     for key in ("agent", "conversation_id", "service"):
         if getattr(info, key):
             settings[key] = getattr(info, key)
-    labels = labels_from_attributes(span.attrs for span in spans)
+    labels = labels_from_attributes(span_label_sources(spans))
     Run = get_run_model()
     # Span text may hold a NUL (protobuf strings may), which Postgres text refuses.
     return Run(
@@ -407,6 +408,14 @@ def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_fi
             fields["settings"] = clean_value(settings)
         if info.system and not (run.context or {}).get("system"):
             fields["context"] = clean_value({**(run.context or {}), "system": info.system})
+        # Tags, metadata or a session on spans of a later batch (the agent span,
+        # which ends last, often carries them) join the run's.
+        new_labels = labels_from_attributes(span_label_sources(new))
+        if new_labels.tags or new_labels.metadata or new_labels.session_id:
+            had = Labels(tags=list(run.tags or []), metadata=dict(run.metadata or {}), session_id=run.session_id or "")
+            merged = labels_merged(had, new_labels)
+            if merged != had:
+                fields.update(tags=merged.tags, metadata=merged.metadata, session_id=merged.session_id)
     if fields:
         Run.objects.filter(pk=run.pk).update(**fields)
     if state.finished and not was_finished:
