@@ -396,6 +396,19 @@ def test_finding_what_the_agent_already_holds_needs_no_new_sighting():
     assert cleaned.report(task="put a clean lettuce in diningtable.").first_break == 4
 
 
+def test_a_table_named_after_planning_to_list_the_tables_without_listing_them():
+    run = (Run().thought("I should find out what tables are available in this database.")
+           .thought("I should check if the poker_player table has the earnings.")
+           .call("sql", "DESC poker_player"))
+    rep = run.report(task="What are the earnings of poker players?")
+    assert rep.first_break == 1 and rep.evidence["pattern"] == "phantom_call"
+    listed = (Run().thought("I should find out what tables are available in this database.")
+              .call("sql", "SHOW TABLES").result("sql", "[('poker_player',), ('people',)]")
+              .thought("I should check if the poker_player table has the earnings.")
+              .call("sql", "DESC poker_player"))
+    assert listed.report(task="What are the earnings of poker players?").first_break is None
+
+
 def test_a_thought_quoting_an_observation_that_never_came():
     run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
     rep = run.report()

@@ -212,7 +212,7 @@ LOOKED_UP_RE = re.compile(
 # "Next, I will query the orders table").
 LOOKUP_PLAN_RE = re.compile(
     r"\b(?:i need to|i should|i will|i'll|i can|i have to|i must|let me|let's|next,? i)\b[^.;]{0,40}?"
-    r"\b(?:search|look up|lookup|query|fetch|retrieve)\b",
+    r"\b(?:search|look up|lookup|query|fetch|retrieve|find out|check what)\b",
     re.IGNORECASE,
 )
 

@@ -1219,8 +1219,11 @@ class _Pass:
                 # "The conductor table has a Nationality field" after DESC
                 # listed its columns: a column is a name that was read.
                 missing += [c for c in _column_names(sentence) if not self._column_known(c) and c not in missing]
-            if missing and plan and not self.seen_observation:
+            if missing and plan and not self.seen_observation and self.unmade_lookup is None:
                 continue  # before it has looked at anything, a plan can only guess
+            if missing and plan and self.unmade_lookup is not None and self._unmade_lookup_break(
+                    step, sentence, missing):
+                return True  # "what tables are there?" was never asked, yet it names one
             if missing and plan:
                 # A plan may name what its next call creates (a variable, a
                 # file) or the program it runs; only what a read looks up had
