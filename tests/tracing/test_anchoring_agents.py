@@ -409,19 +409,6 @@ def test_a_table_named_after_planning_to_list_the_tables_without_listing_them():
     assert listed.report(task="What are the earnings of poker players?").first_break is None
 
 
-def test_options_quoted_as_read_off_a_page_must_be_on_it():
-    page = "[Back to Search] size [small][medium] color [grey][navy] Price: $19.99 [Buy Now]"
-    run = Run().call("click", "click[B0001]").result("click", page)
-    bad = Run()
-    bad.steps = list(run.steps)
-    rep = bad.thought("The item has options 'charcoal' and 'small'. I will buy it.").report(task="shorts")
-    assert rep.first_break == 2 and "charcoal" in rep.reason
-    good = Run()
-    good.steps = list(run.steps)
-    assert good.thought("The item has options 'grey' and 'small'. I will buy it.").report(
-        task="shorts").first_break is None
-
-
 def test_a_thought_quoting_an_observation_that_never_came():
     run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
     rep = run.report()

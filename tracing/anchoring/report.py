@@ -414,10 +414,6 @@ def _column_names(sentence: str) -> list[str]:
 
 
 _SEARCH_TOOLS = frozenset(["search", "search_products", "find", "lookup"])
-# A short value in quotes: 'a1-black', "salmon brown", ‘7.5’.
-_QUOTE_RE = re.compile(r"(?<!\w)'([^'\n]{1,60})'(?!\w)|\"([^\"\n]{1,60})\"|‘([^’\n]{1,60})’|“([^”\n]{1,60})”")
-# Options of an item named as read off its page ("the item has options …").
-_OPTIONS_RE = re.compile(r"\b(?:has|have|with) (?:the )?options?\b", re.IGNORECASE)
 # Calls that put something in the agent's hands.
 HOLD_RE = re.compile(r"(?:\w+\s+)?(?:take|pick|grab|get|collect)\b", re.IGNORECASE)
 _NOT_FOUND_RE = re.compile(
@@ -909,8 +905,6 @@ class _Pass:
                 continue
             sent_sal = extract(sentence)
             missing = _unsupported_units(sent_sal, self.evidence, sentence, statement_numbers)
-            if _OPTIONS_RE.search(sentence):
-                missing += [q for q in self._unseen_quotes(sentence) if q not in missing]
             if missing and _NONE_COUNT_RE.search(sentence):
                 missing = [u for u in missing if not u.endswith(" 0")]  # "an apple (0)": none of them
             if missing and planned is not None and not self._reads_failed_call(sentence, last):
@@ -1247,20 +1241,6 @@ class _Pass:
             # The object is the first thing named after the verb, not the place.
             obj = extract(text[: text.lower().find(" from ")] if " from " in text.lower() else text)
             self.held.ids |= obj.ids
-
-    def _unseen_quotes(self, sentence: str) -> list[str]:
-        """Quoted values no evidence holds ("the item has options 'a1-black'
-        and '7.5'"): options put in quotes are given as read off the page."""
-        out = []
-        for m in _QUOTE_RE.finditer(sentence):
-            quoted = next(g for g in m.groups() if g is not None).strip()
-            words = tokens(quoted)
-            if not words or len(words) > 6 or any(quoted.lower() in text.lower() for _, text in self.observed[-50:]):
-                continue
-            if not all(self.evidence.number_supported(w) if w[:1].isdigit() else self.evidence.word_supported(w)
-                       for w in words):
-                out.append(quoted)
-        return out
 
     def _column_known(self, name: str) -> bool:
         low = name.lower()
