@@ -195,6 +195,12 @@ def _redirects(text: str) -> bool:
     return bool(text) and _first_word(text) not in SQL_WORDS and _REDIRECT_RE.search(text) is not None
 
 
+def is_move_call(tool: str | None, action_args: Any) -> bool:
+    """A call that changes where the agent is ("go to shelf 2", ``navigate``)."""
+    first = next((w for w in _NAME_SPLIT_RE.split(tool or "") if w), "").lower()
+    return first in MOVE_VERBS
+
+
 def is_read_call(tool: str | None, action_args: Any) -> bool:
     """A call that changes nothing another call could ask about: a read (by its
     tool's verb, or for shells and databases the command it runs, without

@@ -409,6 +409,27 @@ def test_a_table_named_after_planning_to_list_the_tables_without_listing_them():
     assert listed.report(task="What are the earnings of poker players?").first_break is None
 
 
+def test_going_back_to_a_place_is_a_requery_only_if_nothing_is_done_there():
+    def visit(run, place, seen):
+        return run.call("go to", f"go to {place}").result("go to", f"On the {place}, you see {seen}.")
+
+    run = visit(Run().call("take", "take pencil 1 from desk 1").result("take", "You pick up the pencil 1 from the desk 1."),
+                "shelf 2", "a alarmclock 1")
+    run = visit(run, "shelf 3", "nothing")
+    back = visit(Run(), "x", "y")
+    back.steps = list(run.steps)
+    back = visit(back, "shelf 2", "a alarmclock 1")
+    put = Run()
+    put.steps = list(back.steps)
+    put.call("put", "put pencil 1 in/on shelf 2").result("put", "You put the pencil 1 in/on the shelf 2.")
+    assert put.report(task="put a pencil in shelf.").first_break is None
+    wander = Run()
+    wander.steps = list(back.steps)
+    wander = visit(wander, "shelf 4", "nothing")
+    rep = wander.report(task="put a pencil in shelf.")
+    assert rep.first_break == 6 and rep.evidence["pattern"] == "requery"
+
+
 def test_a_thought_quoting_an_observation_that_never_came():
     run = Run().thought("I should search Mogadishu.").thought("The observation says Mogadishu is the capital.")
     rep = run.report()

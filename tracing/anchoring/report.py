@@ -83,7 +83,7 @@ from tracing.anchoring.records import RecordIndex
 from tracing.anchoring.relation import wrong_relation
 from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, normalize_number, split_sentences
 from tracing.normalize import EN_STOP_WORDS, action_key, call_signature, jaccard, tokens
-from tracing.results import Reading, is_command, is_read_call, read_result
+from tracing.results import Reading, is_command, is_move_call, is_read_call, read_result
 from tracing.steps import REPLY_TOOLS, Step, context_text, is_reply, role_of
 
 # --- thresholds -------------------------------------------------------------
@@ -592,6 +592,8 @@ class _Pass:
         self.world_changed_at = -1
         self.pending: deque[_Call] = deque()
         self.pending_requery: tuple[Step, _Call] | None = None
+        # A revisit waiting for the agent's next call: (step, reason, evidence).
+        self.pending_move: tuple[int, str, dict[str, Any]] | None = None
         self.observed: list[tuple[int, str]] = []
         # Phantom calls: the tools the run knows of, the successful calls made,
         # and since the user's latest turn.
@@ -769,12 +771,20 @@ class _Pass:
                 f"the action at step {action.index} asks again what step {earlier.step.index} already "
                 f"obtained (observation at step {earlier.obs.index}: {_quote(earlier.obs.text or '', 80)})"
             )
-        self._break(action.index, "requery", reason, {
+        evidence = {
             "action": _quote(_step_text(action), 80),
             "earlier_action_step": earlier.step.index,
             "earlier_observation_step": earlier.obs.index,
             "earlier_failed": bool(earlier.failed),
-        })
+        }
+        if not earlier.failed and is_move_call(action.tool, action.args):
+            # Going back to a place seen before is a requery only if the agent
+            # does nothing there: coming back to put the pencil down is not.
+            place = re.sub(r"^\s*(?:go|goto|move|walk|navigate|travel|teleport)\s+(?:to\s+)?", "",
+                           _args_text(action.args) or action.text or "", flags=re.I)
+            self.pending_move = (action.index, reason, {**evidence, "place": " ".join(tokens(place))})
+            return
+        self._break(action.index, "requery", reason, evidence)
 
     # -- the agent's steps -------------------------------------------------------
     def _agent(self, step: Step) -> None:
@@ -824,6 +834,12 @@ class _Pass:
 
     def _call(self, step: Step, sal: Salient) -> None:
         self.unmade_lookup = None
+        if self.pending_move is not None:
+            index, reason, evidence = self.pending_move
+            self.pending_move = None
+            args = _args_text(step.args) or step.text or ""
+            if is_move_call(step.tool, args) or evidence["place"] not in " ".join(tokens(args)):
+                self._break(index, "requery", reason, evidence)
         self.calls_since_statement.add((step.tool or "").strip().lower())
         if self.ran is None and not _is_final(step):
             self.ran = False  # something was run; its result may come
@@ -1404,6 +1420,10 @@ class _Pass:
         self.breaks.append(Break(step=step, pattern=pattern, reason=reason, evidence=evidence))
 
     def report(self) -> AnchorReport:
+        if self.pending_move is not None:  # the run ended at the revisited place, doing nothing there
+            index, reason, evidence = self.pending_move
+            self._break(index, "requery", reason, evidence)
+            self.pending_move = None
         breaks = sorted(self.breaks, key=lambda b: (b.step, _PRIORITY[b.pattern]))
         if not breaks:
             return AnchorReport(first_break=None, reason="", evidence={}, scores=self.scores, breaks=[],
