@@ -445,8 +445,6 @@ def serve(port: int, threads: int) -> None:
     from _django import setup
 
     setup(DB_NAME)
-    from django.core.wsgi import get_wsgi_application
-
     if os.environ.get("BENCH_NO_CALLS") == "1":
         # The "before": the same mapping, the model calls it derives not written.
         import tracing.ingest.services
@@ -465,8 +463,10 @@ def serve(port: int, threads: int) -> None:
         def process_request(self, request, client_address):
             pool.submit(self.process_request_thread, request, client_address)
 
+    from agentlab.wsgi import application  # what gunicorn serves, with its start-up settings
+
     server = PooledServer(("127.0.0.1", port), Handler)
-    server.set_app(get_wsgi_application())
+    server.set_app(application)
     server.serve_forever()
 
 
