@@ -27,7 +27,8 @@ trajectory of ../shared/eval over HTTP:
   last hundred cost what the first did.
 
 `--only reverse` runs the last part alone (no eval data needed), so the same
-script can measure an older checkout.
+script can measure an older checkout; `--only api` the JSON API and the raw
+COPY baseline alone (the issue 8 targets, in a minute).
 
 Targets (issue 8): JSON API >= 20,000 steps/s and >= 0.3 of raw COPY; OTLP
 >= 5,000 spans/s. Per-run analysis (signals + anchor break) is not in the
@@ -225,7 +226,12 @@ def _send_all(url: str, token: str, bodies: list[bytes], content_type: str, conc
 
 
 def _raw_copy(trajectories, owner) -> float:
-    """The baseline: the same rows, COPYed by psycopg straight into tracing_step."""
+    """The baseline: the same rows, COPYed by psycopg straight into tracing_step.
+
+    Every column the API writes, the search document included: without it the
+    baseline skips the tsvector input and the GIN update, which cost Postgres
+    about as much as the rest of the row (README-ingest.md, 2026-12-01). The
+    rows (tokenising included) are built before the clock starts."""
     from django.db import connection, transaction
     from django.utils import timezone
 
@@ -233,6 +239,7 @@ def _raw_copy(trajectories, owner) -> float:
     from tracing.recorder import clean_json as _json
     from tracing.recorder import clean_text as _clean
     from tracing.steps import role_of
+    from tracing.stepsearch import step_document
 
     project = bench_project(owner)
     runs = [Run(owner=owner, project=project, prompt=t.task, provider="import", source="copy", status="finished")
@@ -241,13 +248,13 @@ def _raw_copy(trajectories, owner) -> float:
     now = timezone.now()
     rows = [
         (run.pk, s.index, s.kind, role_of(s), _clean(s.text), _clean(s.tool or ""), _json(s.args), _json(s.meta or {}), 0, 0,
-         0.0, now)
+         0.0, now, step_document(_clean(s.text), s.tool, s.args))
         for run, traj in zip(runs, trajectories, strict=True) for s in traj.steps
     ]
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cur, cur.cursor.copy(
         "COPY tracing_step (run_id, index, kind, role, text, tool, args, meta, prompt_tokens, completion_tokens, "
-        "latency_ms, created_at) FROM STDIN"
+        "latency_ms, created_at, search) FROM STDIN"
     ) as copy:
         for row in rows:
             copy.write_row(row)
@@ -438,8 +445,6 @@ def serve(port: int, threads: int) -> None:
     from _django import setup
 
     setup(DB_NAME)
-    from django.core.wsgi import get_wsgi_application
-
     if os.environ.get("BENCH_NO_CALLS") == "1":
         # The "before": the same mapping, the model calls it derives not written.
         import tracing.ingest.services
@@ -458,8 +463,10 @@ def serve(port: int, threads: int) -> None:
         def process_request(self, request, client_address):
             pool.submit(self.process_request_thread, request, client_address)
 
+    from agentlab.wsgi import application  # what gunicorn serves, with its start-up settings
+
     server = PooledServer(("127.0.0.1", port), Handler)
-    server.set_app(get_wsgi_application())
+    server.set_app(application)
     server.serve_forever()
 
 
@@ -492,7 +499,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--port", type=int, default=8731)
-    parser.add_argument("--only", choices=["reverse", "calls"], default=None)
+    parser.add_argument("--only", choices=["reverse", "calls", "api"], default=None)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -539,6 +546,10 @@ def main() -> None:
             elapsed = _send_all(f"{base}/api/runs", token, bodies, "application/json", args.concurrency)
             api_rates.append(total_steps / elapsed)
             copy_rates.append(total_steps / _raw_copy(trajectories, owner))
+            if args.only == "api":
+                print(f"round {round_no}: JSON API {api_rates[-1]:,.0f} steps/s ({len(bodies)} requests), "
+                      f"raw COPY {copy_rates[-1]:,.0f} rows/s, ratio {api_rates[-1] / copy_rates[-1]:.2f}")
+                continue
             otlp, spans = _otlp_bodies(trajectories, round_no)
             elapsed = _send_all(f"{base}/v1/traces", token, otlp, "application/x-protobuf", args.concurrency)
             otlp_rates.append(spans / elapsed)
@@ -547,6 +558,11 @@ def main() -> None:
                   f"raw COPY {copy_rates[-1]:,.0f} rows/s, OTLP {otlp_rates[-1]:,.0f} spans/s "
                   f"({spans} spans, {len(otlp)} requests); SDK exporter: flush {sdk[-1][0]:.2f} s, "
                   f"stored {sdk[-1][1]:,.0f} spans/s, {sdk[-1][3]} of {sdk[-1][2]} spans stored")
+        if args.only == "api":
+            api, copy_ = statistics.median(api_rates), statistics.median(copy_rates)
+            print(f"median: JSON API {api:,.0f} steps/s (target {TARGET_STEPS_PER_S:,}), raw COPY {copy_:,.0f} rows/s, "
+                  f"ratio {api / copy_:.2f} (target {TARGET_COPY_RATIO})")
+            return
         latencies = _latencies(base, token)
         reverse = _reverse_order(base, token)
         calls_cost = _model_call_cost(server, base, token, trajectories, args)

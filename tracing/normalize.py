@@ -232,9 +232,20 @@ def search_token_set(text: str | None) -> list[str]:
     length (the run list's search index tokenises every step as it is written)."""
     if not text:
         return []
+    text = unicodedata.normalize("NFKC", text).lower()
+    runs = dict.fromkeys(_TOKEN_RE.findall(text))
+    stop = EN_STOP_WORDS
+    if not _CJK_ANY_RE.search(text):
+        # A run of the lower-cased text is its own only token: the rules of
+        # content_tokens come down to the stop list and the length cap, with
+        # no second regex pass per run (most of a bulk write's time).
+        return list(dict.fromkeys(r[:MAX_TOKEN_CHARS] for r in runs if r not in stop))
     out: dict[str, None] = {}
-    for run in dict.fromkeys(_TOKEN_RE.findall(unicodedata.normalize("NFKC", text).lower())):
-        out.update(dict.fromkeys(content_tokens(run, max_chars=sys.maxsize)))
+    for run in runs:
+        if _CJK_CHAR_RE.match(run):
+            out.update(dict.fromkeys(content_tokens(run, max_chars=sys.maxsize)))
+        elif run not in stop:
+            out[run[:MAX_TOKEN_CHARS]] = None
     return list(out)
 
 

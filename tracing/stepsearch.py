@@ -14,6 +14,7 @@ through COPY or a `::tsvector` cast as is, without to_tsvector's parser.
 from __future__ import annotations
 
 import json
+from itertools import chain
 from typing import Any
 
 from tracing.normalize import search_token_set, search_tokens
@@ -41,10 +42,11 @@ def _args_text(args: Any) -> str:
 def step_document(text: str | None, tool: str | None = None, args: Any = None) -> str:
     """The step's tsvector literal (may be empty): text, tool name and arguments."""
     parts = [(text or "")[:MAX_INDEXED_CHARS], tool or "", _args_text(args)[:MAX_INDEXED_CHARS]]
-    toks = dict.fromkeys(t for part in parts if part for t in search_token_set(part))
-    if len(toks) > MAX_INDEXED_TOKENS:
-        return " ".join(list(toks)[:MAX_INDEXED_TOKENS])
-    return " ".join(toks)
+    found = [toks for part in parts if part and (toks := search_token_set(part))]
+    # Most steps have one field with words (a thought, an observation): its
+    # token list is already unique, no merge needed (bulk writes call this per row).
+    toks = found[0] if len(found) == 1 else list(dict.fromkeys(chain.from_iterable(found)))
+    return " ".join(toks[:MAX_INDEXED_TOKENS])
 
 
 def query_tokens(query: str) -> list[str]:

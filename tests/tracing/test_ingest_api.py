@@ -479,3 +479,30 @@ def test_the_openapi_description_documents_roles_context_and_outcome(client):
     finish = schemas["Finish"]["properties"]
     assert finish["status"]["default"] == "finished" and "succeeded" in finish["status"]["enum"]
     assert "success" in schemas["RunSummary"]["properties"]
+
+
+def test_repeated_steps_in_a_bulk_request_each_get_their_own_search_document(api):
+    """Search documents are memoised within a write: a repeat shares one only
+    when text, tool and arguments are all the same."""
+    from django.db import connection
+
+    from tracing.stepsearch import step_document
+
+    variants = [("Nothing happens.", None, None), ("Nothing happens.", "look", None),
+                ("Nothing happens.", "look", "north"), ("Nothing happens.", "look", {"dir": "north"}),
+                ("Nothing happens.", "look", {"dir": "south"})]
+    steps = [{"index": i, "kind": "observation", "text": text, "tool": tool, "args": args}
+             for i, (text, tool, args) in enumerate(variants * (COPY_MIN_ROWS // len(variants) + 1))]
+    assert len(steps) >= COPY_MIN_ROWS  # the COPY path
+    response = api.post("/api/runs", {"runs": [{"prompt": "p", "steps": steps}, {"prompt": "q", "steps": steps}]})
+    assert response.status_code == 201, response.content
+    with connection.cursor() as cur:
+        cur.execute("SELECT index, search::text FROM tracing_step WHERE run_id = ANY(%s) ORDER BY run_id, index",
+                    [[r["id"] for r in response.json()["runs"]]])
+        stored = cur.fetchall()
+    assert len(stored) == 2 * len(steps)
+    with connection.cursor() as cur:
+        for index, search in stored:
+            cur.execute("SELECT %s::tsvector::text", [step_document(*variants[index % len(variants)])])
+            assert search == cur.fetchone()[0], index
+    assert len({search for _, search in stored}) == len(variants)

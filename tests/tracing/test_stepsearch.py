@@ -72,6 +72,10 @@ def test_no_snippet_when_the_word_is_not_literally_there():
     "北京的人口是多少？北京人口约两千万。Beijing population 21.9m; 北京 again.",
     "ＡＢＣ full-width ２０２３ and snake_case_words, don't stop; the of and.",
     "İstanbul straße ǅemal Ωmega — mixed scripts 東京タワー 서울",
+    # CJK only after NFKC (Kangxi radicals, parenthesised ideographs): the
+    # no-CJK shortcut must look at the normalised text.
+    "⼀⼆ ㈠㈡ plain words",
+    "x" * 100 + " " + "Y" * 70 + " the of and",
     "",
 ])
 def test_the_index_tokens_are_the_search_tokens_once_each(text):

@@ -88,14 +88,26 @@ def token_user(plain: str) -> ApiToken | None:
 # --- steps ------------------------------------------------------------------------
 
 
-def _rows(run_id: int, steps: Iterable[StepRecord], now: datetime):
+def _rows(run_id: int, steps: Iterable[StepRecord], now: datetime, docs: dict | None = None):
+    """COPY / INSERT rows; `docs` memoises search documents across the runs of one write."""
+    docs = {} if docs is None else docs
     for s in steps:
         text = clean_text(s.text)
+        args = s.args
+        # Agents repeat themselves ("Nothing happens.", the same search): about
+        # half the steps of a bulk batch repeat an earlier one's text, and
+        # tokenising is most of the per-row cost. Only hashable args are keys.
+        key = (text, s.tool, args) if args is None or type(args) is str else None
+        doc = docs.get(key) if key is not None else None
+        if doc is None:
+            doc = step_document(text, s.tool, args)
+            if key is not None:
+                docs[key] = doc
         yield (
-            run_id, s.index, s.kind, role_of(s), text, clean_text(s.tool or ""), clean_json(s.args),
+            run_id, s.index, s.kind, role_of(s), text, clean_text(s.tool or ""), clean_json(args),
             clean_json(s.meta or {}), s.prompt_tokens, s.completion_tokens, s.latency_ms, now,
             # The search column as a tsvector literal: COPY and the cast below read it as is.
-            step_document(text, s.tool, s.args),
+            doc,
         )
 
 
@@ -109,8 +121,9 @@ def copy_steps(batches: Sequence[tuple[int, Sequence[StepRecord]]]) -> int:
     with connection.wrap_database_errors, connection.cursor() as cur, cur.cursor.copy(
         f"COPY tracing_step ({_STEP_COLUMNS}) FROM STDIN"
     ) as copy:
+        docs: dict = {}
         for run_id, steps in batches:
-            for row in _rows(run_id, steps, now):
+            for row in _rows(run_id, steps, now, docs):
                 copy.write_row(row)
                 count += 1
     return count
