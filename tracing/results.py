@@ -201,6 +201,14 @@ def is_move_call(tool: str | None, action_args: Any) -> bool:
     return first in MOVE_VERBS
 
 
+def move_place(text: str) -> str:
+    """Where a move goes: "go to shelf 2" -> "shelf 2"."""
+    words = text.split()
+    while words and (words[0].lower() in MOVE_VERBS or words[0].lower() == "to"):
+        words = words[1:]
+    return " ".join(words)
+
+
 def is_read_call(tool: str | None, action_args: Any) -> bool:
     """A call that changes nothing another call could ask about: a read (by its
     tool's verb, or for shells and databases the command it runs, without

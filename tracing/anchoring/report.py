@@ -83,7 +83,7 @@ from tracing.anchoring.records import RecordIndex
 from tracing.anchoring.relation import wrong_relation
 from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, normalize_number, split_sentences
 from tracing.normalize import EN_STOP_WORDS, action_key, call_signature, jaccard, tokens
-from tracing.results import Reading, is_command, is_move_call, is_read_call, read_result
+from tracing.results import Reading, is_command, is_move_call, is_read_call, move_place, read_result
 from tracing.steps import REPLY_TOOLS, Step, context_text, is_reply, role_of
 
 # --- thresholds -------------------------------------------------------------
@@ -413,9 +413,10 @@ def _column_names(sentence: str) -> list[str]:
     return [next(g for g in m.groups() if g) for m in _COLUMN_RE.finditer(sentence)]
 
 
+# Tools whose answer a click (opening a page, picking an option) leaves as it was.
 _SEARCH_TOOLS = frozenset(["search", "search_products", "find", "lookup"])
 # Calls that put something in the agent's hands.
-HOLD_RE = re.compile(r"(?:\w+\s+)?(?:take|pick|grab|get|collect)\b", re.IGNORECASE)
+HOLD_VERBS = frozenset(["take", "pick", "grab", "get", "collect"])
 _NOT_FOUND_RE = re.compile(
     r"\b(?:could ?n[o']t|can ?n[o']t|cannot|unable to|did ?n[o']t|was ?n[o']t able to|not able to)\s+"
     r"(?:find|locate|see|access|retrieve)\b|\bno (?:order|record|account|user|item|entry) (?:with|for|matching)\b",
@@ -601,7 +602,7 @@ class _Pass:
         self.done_tools: set[str] = set()
         # What the agent picked up and holds ("take watch 1 from dresser 1"
         # succeeded): "Now I find a watch (1)" later needs no new sighting.
-        self.held: Evidence = Evidence()
+        self.held: set[str] = set()
         self.done_texts: deque[str] = deque(maxlen=200)
         self.calls_since_user = 0
         self.writes_since_user = 0
@@ -780,8 +781,7 @@ class _Pass:
         if not earlier.failed and is_move_call(action.tool, action.args):
             # Going back to a place seen before is a requery only if the agent
             # does nothing there: coming back to put the pencil down is not.
-            place = re.sub(r"^\s*(?:go|goto|move|walk|navigate|travel|teleport)\s+(?:to\s+)?", "",
-                           _args_text(action.args) or action.text or "", flags=re.I)
+            place = move_place(_args_text(action.args) or action.text or "")
             self.pending_move = (action.index, reason, {**evidence, "place": " ".join(tokens(place))})
             return
         self._break(action.index, "requery", reason, evidence)
@@ -990,7 +990,7 @@ class _Pass:
         local.add(last.sal)
         if not now or now.group("verb").lower() in ("find", "found", "see", "locate", "have", "get", "got"):
             # Finding what it holds needs no sighting; cleaning it still needs a call.
-            local.ids |= self.held.ids
+            local.ids |= self.held
         local.id_heads = self.evidence.id_heads
         missing = [u for u in _unsupported_units(sent_sal, local) if not u[:1].isdigit()]
         if missing:
@@ -1252,11 +1252,9 @@ class _Pass:
 
     def _hold(self, call: _Call) -> None:
         text = _args_text(call.step.args) or call.step.text or ""
-        verb = HOLD_RE.match(f"{call.tool} {text}".strip())
-        if verb is not None:
-            # The object is the first thing named after the verb, not the place.
-            obj = extract(text[: text.lower().find(" from ")] if " from " in text.lower() else text)
-            self.held.ids |= obj.ids
+        if (tokens(call.tool or text) or ("",))[0] in HOLD_VERBS:
+            # The object is what is named before "from", not the place.
+            self.held |= extract(re.split(r"\s+from\s+", text, maxsplit=1, flags=re.I)[0]).ids
 
     def _column_known(self, name: str) -> bool:
         low = name.lower()
