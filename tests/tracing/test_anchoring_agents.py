@@ -170,6 +170,54 @@ def test_a_value_from_before_an_update_is_stale():
     assert ok.reply("Your order #W1 was pending and is now cancelled.").report().first_break is None
 
 
+EARBUDS = {"name": "Wireless Earbuds", "product_id": "9924732112", "variants": {
+    "111": {"item_id": "111", "options": {"color": "blue", "battery life": "8 hours", "water resistance": "IPX4"},
+            "price": 226.49},
+    "222": {"item_id": "222", "options": {"color": "black", "battery life": "4 hours", "water resistance": "IPX7"},
+            "price": 257.38},
+    "333": {"item_id": "333", "options": {"color": "blue", "battery life": "6 hours", "water resistance": "IPX4"},
+            "price": 232.49}}}
+
+
+def test_a_description_that_mixes_two_variants_is_a_wrong_record():
+    run = Run().call("get_product_details", {"product_id": "9924732112"}).result("get_product_details", EARBUDS)
+    # Blue, 8 hours and IPX4 name variant 111; $257.38 is 222's price.
+    rep = run.reply("Here are the options:\n- Blue, 8 hours battery, IPX4 water resistance: $257.38\n"
+                    "- Blue, 6 hours battery, IPX4 water resistance: $232.49").report()
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record"
+    assert "257.38" in rep.reason and "226.49" in rep.reason
+
+
+def test_descriptions_of_each_variant_in_one_sentence_are_not_mixed():
+    run = Run().call("get_product_details", {"product_id": "9924732112"}).result("get_product_details", EARBUDS)
+    rep = run.reply("Your current item: 222 (black, 4 hours, IPX7) – $257.38 • the new item: 111 (blue, 8 hours, "
+                    "IPX4) – $226.49.").report()
+    assert rep.first_break is None
+
+
+def test_a_value_said_to_be_absent_is_not_attributed():
+    other = {"order_id": "#W2", "status": "delivered", "items": [{"name": "Puzzle", "item_id": "22", "price": 52.01}]}
+    run = (
+        Run().call("get_order_details", {"order_id": "#W1"}).result("get_order_details", ORDER)
+        .call("get_order_details", {"order_id": "#W2"}).result("get_order_details", other)
+        .reply("Order #W1 has status pending, not delivered yet.")
+    )
+    assert run.report().first_break is None
+
+
+def test_a_stale_status_in_a_clause_next_to_a_promise_is_still_stale():
+    requested = dict(ORDER, status="exchange requested")
+    run = (
+        Run().call("get_order_details", {"order_id": "#W1"}).result("get_order_details", ORDER)
+        .call("exchange_delivered_order_items", {"order_id": "#W1"})
+        .result("exchange_delivered_order_items", requested)
+        .reply('Your exchange has been submitted. The order status is now "pending," and you will receive an '
+               "email with instructions.")
+    )
+    rep = run.report()
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "stale_value"
+
+
 def test_parallel_calls_success_of_the_one_that_worked():
     run = (
         Run().call("exchange_items", {"order_id": "#W1"}).call("return_items", {"order_id": "#W1"})

@@ -32,6 +32,9 @@ MAX_FIELDS = 80
 # numbers from two digits on ("60 countries").
 MIN_VALUE_CHARS = 3
 MIN_NUMBER_CHARS = 2
+# A description names a record by this many of its own values ("blue, 8
+# hours battery, $226.49") before a stray value in it counts as misread.
+MIN_MIXED_VALUES = 3
 # Field values that say nothing about which record they belong to.
 _GENERIC_VALUES = frozenset({"true", "false", "none", "null", "yes", "no", "0", "n/a", ""})
 
@@ -192,11 +195,34 @@ _CHANGE_RE = re.compile(
 )
 
 
+def _negated_value(value: str, sentence: str) -> bool:
+    """"… but not a laptop": a value named as absent is not attributed."""
+    return re.search(rf"\b(?:not|no|nor|without)\s+(?:\w+\s+){{0,2}}{re.escape(value)}\b", sentence, re.I) is not None
+
+
+# Items of a list written on one line ("• Current item: … • New item: …").
+_BULLET_RE = re.compile(r"\s[•·▪]\s|\s-\s(?=[A-Z])")
+
+
+def _change_target(sentence: str) -> str | None:
+    """What a sentence says of a change's target, the sentence itself when it
+    describes no change, None when a change has no target in it. A change
+    names the old and the new in one breath: only the new is judged
+    ("swapped … for the 20MP camera (item X)")."""
+    change = _CHANGE_RE.search(sentence)
+    if not change:
+        return sentence
+    verb = change.group(0).lower()
+    by_verb = next((rx for stem, rx in _TARGET_BY_VERB.items() if verb.startswith(stem)), None)
+    target = (by_verb and by_verb.search(sentence, change.end())) or _TARGET_RE.search(sentence, change.end())
+    return None if target is None else sentence[target.end():]
+
+
 def _asserted(value: str, sentence: str) -> bool:
     """The value stated as the record's state ("is pending", "status: pending",
     "still pending"), not used to name it ("your pending order")."""
     pattern = (
-        r"\b(?:is|are|was|were|been|be|remains?|still|currently|now|status(?: is)?|shows?|set to|to|:)\s+(?:[\w,#.-]+\s+){0,6}?"
+        r"\b(?:is|are|was|were|been|be|remains?|still|currently|now|status(?: is)?|shows?|set to|to|:)\s+(?:[\w,#.-]+\s+){0,8}?[\"“‘']?"
         + re.escape(value)
         + r"\b"
     )
@@ -290,7 +316,7 @@ class RecordIndex:
             # No record named: the one the latest change touched is in focus.
             focus = [rec for key in self.updated if (rec := self.latest.get(key)) is not None]
         if not focus:
-            return None
+            return self._mixed_record(sentence)
         for rec in [] if proposal else focus:
             own = rec.values()
             for name, vals in rec.fields.items():
@@ -311,19 +337,64 @@ class RecordIndex:
         # kinds the sentence names no record of by id.
         kinds = {rec.kind for rec in mentioned}
         by_value = [rec for rec in self._mentioned(terms, by_value=True) if rec.kind not in kinds]
-        return self._wrong_record(sentence, mentioned + by_value)
+        return self._wrong_record(sentence, mentioned + by_value) or self._mixed_record(sentence)
+
+    def _mixed_record(self, sentence: str) -> dict[str, Any] | None:
+        """A description that mixes two records: "Blue, 8 hours battery, IPX7:
+        $226.49" when the blue 8-hour one at $226.49 is IPX4 and IPX7 is
+        another variant's. The record the description fits best (two or more
+        of its own values, no tie) is the one meant; a value of the same field
+        that only another record holds came from that one."""
+        target = _change_target(sentence)
+        if target is None:
+            return None
+        for item in _BULLET_RE.split(target):
+            slip = self._mixed_item(item)
+            if slip:
+                return slip
+        return None
+
+    def _mixed_item(self, text: str) -> dict[str, Any] | None:
+        terms = {t for t in _sentence_terms(text) if _pins(t)}
+        hits: dict[tuple[str, str], set[str]] = {}
+        for term in terms:
+            for kind, ident, _name in self.owners.get(term, ()):
+                hits.setdefault((kind, ident), set()).add(term)
+        for key in hits:
+            # What it inherits counts too (a variant is its product's name),
+            # and its id.
+            hits[key] = (self.latest[key].values() | {key[1]}) & terms
+        by_kind: dict[str, list[tuple[str, set[str]]]] = {}
+        for (kind, ident), vals in hits.items():
+            by_kind.setdefault(kind, []).append((ident, vals))
+        for kind, found in sorted(by_kind.items()):
+            found.sort(key=lambda item: -len(item[1]))
+            ident, vals = found[0]
+            if len(vals) < MIN_MIXED_VALUES or (len(found) > 1 and len(found[1][1]) == len(vals)):
+                continue
+            rec = self.latest[(kind, ident)]
+            own = rec.values() | {ident}
+            # Values of other records the text describes too (two of their own).
+            described = set().union(*(v - own for _, v in found[1:] if len(v - own) >= 2))
+            for other_ident, other_vals in found[1:]:
+                foreign = other_vals - own
+                if len(foreign) != 1 or foreign & described:
+                    continue
+                value = next(iter(foreign))
+                other = self.latest[(kind, other_ident)]
+                for name, other_field in other.fields.items():
+                    mine = rec.field_values(name)
+                    if value in other_field and mine and not (mine & terms) and len(vals - other.values()) >= 2:
+                        return {"slip": "wrong_record", "record": rec.ident, "field": name, "said": value,
+                                "belongs_to": other.ident, "own": sorted(mine)[0], "step": rec.step}
+        return None
 
     def _wrong_record(self, sentence: str, mentioned: list[Record]) -> dict[str, Any] | None:
-        change = _CHANGE_RE.search(sentence)
-        if change:
-            # A change names the old and the new in one breath: judge only what
-            # it says of its target ("swapped … for the 20MP camera (item X)").
-            verb = change.group(0).lower()
-            by_verb = next((rx for stem, rx in _TARGET_BY_VERB.items() if verb.startswith(stem)), None)
-            target = (by_verb and by_verb.search(sentence, change.end())) or _TARGET_RE.search(sentence, change.end())
-            if target is None:
-                return None
-            sentence = sentence[target.end():]
+        target = _change_target(sentence)
+        if target is None:
+            return None
+        if target is not sentence:
+            sentence = target
             mentioned = self._mentioned(_sentence_terms(sentence))
         if not mentioned:
             return None
@@ -337,7 +408,7 @@ class RecordIndex:
                 named |= self.past.get((rec.kind, rec.ident, name), set())
         for value in sorted(terms):
             owners = self.owners.get(value)
-            if not owners or value in named or any(
+            if not owners or value in named or _negated_value(value, sentence) or any(
                 kind == rec.kind and ident == rec.ident for rec in mentioned for kind, ident, _ in owners
             ):
                 continue

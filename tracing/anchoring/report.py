@@ -375,6 +375,7 @@ _CALL_SYNTAX_RE = re.compile(r"\b\w+\([^()]*\)")
 
 # A change proposed, asked for or about to happen: the value it names is the
 # one the record does not hold yet.
+_CLAUSE_SPLIT_RE = re.compile(r",[\"”’']?\s+(?:and|but|so|while)\s+|\s*[—–]\s*", re.IGNORECASE)
 PROPOSAL_RE = re.compile(
     r"\b(?:will|would|shall|want(?:s|ed)? to|wish to|like to|going to|to confirm|confirm|proceed|can|could|may|"
     r"should|please|let me|i'll|we'll|request(?:ed)? to|plan to|about to)\b"
@@ -1127,7 +1128,10 @@ class _Pass:
         return True
 
     def _record_slip(self, step: Step, sentence: str) -> bool:
-        slip = self.records.check(sentence, proposal=bool(PROPOSAL_RE.search(sentence)))
+        # "The status is now X, and you will receive an email": a clause that
+        # states a record's state is judged even when another one proposes.
+        proposal = all(PROPOSAL_RE.search(clause) for clause in _CLAUSE_SPLIT_RE.split(sentence))
+        slip = self.records.check(sentence, proposal=proposal)
         if slip is None:
             return False
         if slip["slip"] == "stale":
