@@ -227,6 +227,24 @@ def test_parallel_calls_success_of_the_one_that_worked():
     assert run.report().first_break is None
 
 
+def test_an_action_announced_as_next_and_then_as_done_with_no_call_is_a_phantom_call():
+    # The run never calls "take", so no tool names the verb: the agent's own
+    # "Next, I need to take it." does.
+    def run(with_take: bool) -> Run:
+        r = (
+            Run().call("go to", "go to desk 1").result("go to", "On the desk 1, you see a pencil 1.")
+            .thought("Now I find a pencil (1). Next, I need to take it.")
+        )
+        if with_take:
+            r.call("take", "take pencil 1 from desk 1").result("take", "You pick up the pencil 1 from the desk 1.")
+        return r.thought("Now I take a pencil (1). Next, I need to put it in/on shelf 1.")
+
+    rep = run(with_take=False).report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "phantom_call"
+    assert "take" in rep.reason
+    assert run(with_take=True).report().first_break is None
+
+
 # --- code agents -------------------------------------------------------------
 
 

@@ -418,6 +418,10 @@ def _column_names(sentence: str) -> list[str]:
 _SEARCH_TOOLS = frozenset(["search", "search_products", "find", "lookup"])
 # Calls that put something in the agent's hands.
 HOLD_VERBS = frozenset(["take", "pick", "grab", "get", "collect"])
+# "Now I <verb> X" that says X is at hand, not that something was done to it.
+FIND_VERBS = frozenset(["find", "found", "see", "locate", "have", "get", "got", "check", "look"])
+# "Next, I need to take it.": the action the agent says it does next.
+_NEXT_ACTION_RE = re.compile(r"\bnext,? i (?:need|have|want|will need|am going) to (?P<verb>[a-z]+)\b", re.IGNORECASE)
 _NOT_FOUND_RE = re.compile(
     r"\b(?:could ?n[o']t|can ?n[o']t|cannot|unable to|did ?n[o']t|was ?n[o']t able to|not able to)\s+"
     r"(?:find|locate|see|access|retrieve)\b|\bno (?:order|record|account|user|item|entry) (?:with|for|matching)\b",
@@ -627,6 +631,9 @@ class _Pass:
         # and has not made yet: facts stated before it is made read a page
         # that never came.
         self.unmade_lookup: tuple[int, str] | None = None
+        # "Next, I need to take it.": the action a statement said comes next,
+        # until a call or an observation.
+        self.planned_action: tuple[int, str] | None = None
         self.told_since_statement = False
         self.recent_calls: deque[str] = deque(maxlen=2)
         # Whether any call was made at all (None: the agent has run nothing).
@@ -646,7 +653,7 @@ class _Pass:
     # -- observations ----------------------------------------------------------
     def feed(self, step: Step) -> None:
         if step.kind == "observation":
-            self.unmade_lookup = None
+            self.unmade_lookup = self.planned_action = None
             role = role_of(step)
             if role == "tool":
                 self._tool_result(step)
@@ -829,12 +836,14 @@ class _Pass:
             if not code:
                 self._statement(step, text)
                 self._note_lookup_plan(step, text)
+                planned = _NEXT_ACTION_RE.search(text)
+                self.planned_action = (step.index, planned.group("verb").lower()) if planned else None
             self.turn_thoughts.append((step.index, text))
             self.results_since_statement, self.calls_since_statement = 0, set()
             self.told_since_statement = False
 
     def _call(self, step: Step, sal: Salient) -> None:
-        self.unmade_lookup = None
+        self.unmade_lookup = self.planned_action = None
         if self.pending_move is not None:
             index, reason, evidence = self.pending_move
             self.pending_move = None
@@ -1038,6 +1047,11 @@ class _Pass:
                 continue
             verb = now.group("verb").lower()
             tools = {t for t in self.catalogue if t == verb or t.split(" ")[0] == verb}
+            if not tools and self.planned_action is not None and self.planned_action[1] == verb \
+                    and verb not in FIND_VERBS:
+                # A verb the agent itself said it would act on next: a tool it
+                # knows, though this run never called it.
+                tools = {verb}
             # The call may come just before the thought that names it, or
             # before the one before (models write "found it" then "now I take"),
             # or right after it (the thought announcing its own action).
