@@ -245,6 +245,22 @@ def test_an_action_announced_as_next_and_then_as_done_with_no_call_is_a_phantom_
     assert run(with_take=True).report().first_break is None
 
 
+def test_buying_from_a_product_page_never_opened_is_a_phantom_call():
+    results = "[Back to Search] Page 1 (Total results: 50) [Next >] [B08SL7LRRQ] M580 Bluetooth Speaker $220.0"
+    page = "[Back to Search] [< Prev] M580 Bluetooth Speaker Price: $220.0 [Description] [Buy Now]"
+
+    def run(opened: bool) -> Run:
+        r = Run().call("search", "bluetooth speaker").result("search", results)
+        if opened:
+            r.call("click", "B08SL7LRRQ").result("click", page)
+        return r.final("Buy Now", tool="click", args="Buy Now")
+
+    rep = run(opened=False).report()
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "phantom_call"
+    assert "buy now" in rep.reason
+    assert run(opened=True).report().first_break is None
+
+
 # --- code agents -------------------------------------------------------------
 
 

@@ -375,6 +375,9 @@ _CALL_SYNTAX_RE = re.compile(r"\b\w+\([^()]*\)")
 
 # A change proposed, asked for or about to happen: the value it names is the
 # one the record does not hold yet.
+# A button or link as text pages print it: "[Buy Now]", "[B08SL7LRRQ]".
+_UI_LABEL_RE = re.compile(r"\[([^\[\]\n]{1,80})\]")
+MAX_UI_SCAN = 20_000
 _CLAUSE_SPLIT_RE = re.compile(r",[\"”’']?\s+(?:and|but|so|while)\s+|\s*[—–]\s*", re.IGNORECASE)
 PROPOSAL_RE = re.compile(
     r"\b(?:will|would|shall|want(?:s|ed)? to|wish to|like to|going to|to confirm|confirm|proceed|can|could|may|"
@@ -634,6 +637,8 @@ class _Pass:
         # "Next, I need to take it.": the action a statement said comes next,
         # until a call or an observation.
         self.planned_action: tuple[int, str] | None = None
+        # Buttons and links the pages showed ("[Buy Now]", "[B08SL7LRRQ]").
+        self.ui_labels: set[str] = set()
         self.told_since_statement = False
         self.recent_calls: deque[str] = deque(maxlen=2)
         # Whether any call was made at all (None: the agent has run nothing).
@@ -692,6 +697,7 @@ class _Pass:
         return self.pending.popleft() if self.pending else None
 
     def _tool_result(self, step: Step) -> None:
+        self.ui_labels.update(m.strip().lower() for m in _UI_LABEL_RE.findall((step.text or "")[:MAX_UI_SCAN]))
         text = step.text or ""
         self.observed.append((step.index, text))
         self.close_turn()
@@ -873,6 +879,24 @@ class _Pass:
         # The agent's own arguments are evidence for what it says later.
         args_text = _args_text(step.args) or (step.text or "")
         self.evidence.add(sal, args_text)
+
+    def _check_click(self, step: Step) -> None:
+        """A run-ending click on a button no page showed ("click[Buy Now]" with
+        only the search results seen): it acts on a page it never opened. An
+        earlier click on a missing label is answered "Invalid action!", which
+        the run sees and may recover from (judged as any failed call)."""
+        if not _is_final(step) or (step.tool or "").strip().lower() != "click" or not self.ui_labels:
+            return
+        label = (_args_text(step.args) or "").strip().lower()
+        parts = [p.strip() for p in label.split(",")]
+        if not label or label in self.ui_labels or all(p in self.ui_labels for p in parts if p):
+            return
+        if any(b.step == step.index for b in self.breaks):
+            return
+        self._break(step.index, "phantom_call", (
+            f"the {_what(step)} at step {step.index} clicks {_quote(label, 60)}, which no page shown so far offers: "
+            "it acts on a page it never opened"
+        ), {"claim": label[:200]})
 
     def _find_requery(self, step: Step, tool: str, toks: frozenset[str]) -> _Call | None:
         args = step.args if step.args is not None else step.text
@@ -1164,6 +1188,7 @@ class _Pass:
 
     def _final(self, step: Step, text: str, code: bool) -> None:
         if step.kind == "final":
+            self._check_click(step)
             self._check_resubmission(step)
             self.submissions.append(_Call(step=step, tool=(step.tool or "").lower(), toks=frozenset(), sal=Salient()))
         answer = text.strip()
