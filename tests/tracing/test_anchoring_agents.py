@@ -195,6 +195,15 @@ def test_descriptions_of_each_variant_in_one_sentence_are_not_mixed():
     assert rep.first_break is None
 
 
+def test_a_two_character_model_code_from_another_variant_is_a_wrong_record():
+    laptops = {"name": "Laptop", "product_id": "4760268021", "variants": {
+        "111": {"item_id": "111", "options": {"processor": "i7", "ram": "32GB"}, "price": 2508.06},
+        "222": {"item_id": "222", "options": {"processor": "i9", "ram": "16GB"}, "price": 2611.7}}}
+    run = Run().call("get_product_details", {"product_id": "4760268021"}).result("get_product_details", laptops)
+    rep = run.reply("Item 111 – i9, 32GB RAM – $2,508.06").report()
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record" and "i9" in rep.reason
+
+
 def test_a_value_said_to_be_absent_is_not_attributed():
     other = {"order_id": "#W2", "status": "delivered", "items": [{"name": "Puzzle", "item_id": "22", "price": 52.01}]}
     run = (

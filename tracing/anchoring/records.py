@@ -39,6 +39,8 @@ MIN_MIXED_VALUES = 3
 _GENERIC_VALUES = frozenset({"true", "false", "none", "null", "yes", "no", "0", "n/a", ""})
 
 _NUM_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
+# A letter and a digit: a model or grade code ("i9"), not a quantity ("1l" is 1000ml).
+_SHORT_CODE_RE = re.compile(r"^[a-z]\d$")
 
 
 def norm_value(value: Any) -> str:
@@ -245,6 +247,8 @@ def _distinctive(value: str) -> bool:
 def _pins(value: str) -> bool:
     if value in _GENERIC_VALUES:
         return False
+    if _SHORT_CODE_RE.match(value):
+        return True
     return len(value) >= (MIN_NUMBER_CHARS if _NUM_RE.match(value) else MIN_VALUE_CHARS)
 
 
