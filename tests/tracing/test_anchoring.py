@@ -143,6 +143,16 @@ def test_entity_support_threshold_both_sides():
     assert 0.5 < report.ENTITY_SUPPORT_MIN <= 2 / 3
 
 
+def test_a_name_read_with_one_long_word_changed_is_not_the_name_read():
+    obs = O("The East Coast Main Line is a railway linking London and Edinburgh.")
+    # 3 of 4 words observed, but "Parton" is seen nowhere.
+    assert run(A("Search", "East Coast Main Line"), obs,
+               T("The East Coast Main Parton links Edinburgh to London.")).first_break == 2
+    # Short words and titles may be added; the name as read is fine.
+    assert run(A("Search", "East Coast Main Line"), obs,
+               T("The East Coast Main Line links Edinburgh to London.")).first_break is None
+
+
 def test_stems_back_names_but_only_from_stem_chars_letters():
     obs = O("Pierre Bouvier is a Canadian singer.")
     assert run(A("Search", "Pierre Bouvier"), obs, T("So Bouvier is from Canada.")).first_break is None

@@ -41,6 +41,12 @@ NUMBER_WORDS = {
 # does a 2-of-3 match ("President Richard Nixon"); "Alexander McNair" against
 # a page that only says "Alexander" (1 of 2) does not.
 ENTITY_SUPPORT_MIN = 0.6
+NAME_TITLES = frozenset([
+    "president", "king", "queen", "prince", "princess", "saint", "lord", "lady", "general", "captain", "doctor",
+    "professor", "senator", "governor", "mayor", "judge", "bishop", "pope", "emperor", "empress", "duke", "duchess",
+    "count", "countess", "baron", "sheikh", "chairman", "minister", "colonel", "major", "admiral", "sergeant",
+    "lieutenant",
+])
 
 # Names sharing this many leading letters are one stem ("Canad-a/-ian",
 # "Japan/-ese"); shorter stems start to merge unrelated names.
@@ -232,9 +238,9 @@ class Evidence:
         return False
 
     def entity_supported(self, entity: tuple[str, ...]) -> bool:
-        """Most of the name's words observed; for a name of several words, two
-        of them side by side as well ("SIM HOSE" is not backed by "SIM" on one
-        page and "hose" on another)."""
+        """Most of the name's words observed, every long one somewhere; for a
+        name of several words, two of them side by side as well ("SIM HOSE" is
+        not backed by "SIM" on one page and "hose" on another)."""
         content = [w for w in entity if w not in ("of", "the", "and", "&")]
         if not content:
             return True
@@ -243,6 +249,12 @@ class Evidence:
             return False
         if len(content) == 1:
             return True
+        # A name read with one of its words changed ("East Coast Main Parton"
+        # for "East Coast Main Line"): a word of four letters or more seen
+        # nowhere is not part of the name that was read. Titles and
+        # honorifics are added freely ("President Barack Obama").
+        if any(len(w) >= 4 and w not in NAME_TITLES and not self.word_supported(w) for w in content):
+            return False
         joined = list(entity)
         return any(f"{a} {b}" in self.pairs for a, b in zip(joined, joined[1:], strict=False)) or hits == len(content)
 
