@@ -153,6 +153,15 @@ def test_a_name_read_with_one_long_word_changed_is_not_the_name_read():
                T("The East Coast Main Line links Edinburgh to London.")).first_break is None
 
 
+def test_a_hedge_after_and_does_not_hide_the_claim_before_it():
+    task = "i want a 30 pair pack of skin care masks for eyes, price lower than 20.00 dollars"
+    page = O("[Back to Search] [< Prev] size [30 pairs][60 pairs] Eye Masks Price: $12.99 [Buy Now]", tool="click")
+    ok = "For 30 pair pack of skin care masks, the item has options '30 pairs' and seems good to buy."
+    assert run(A("click", "B01"), page, T(ok), task=task).first_break is None
+    bad = "For 37 pair pack of skin care masks, the item has options '30 pairs' and seems good to buy."
+    assert run(A("click", "B01"), page, T(bad), task=task).first_break == 2
+
+
 def test_stems_back_names_but_only_from_stem_chars_letters():
     obs = O("Pierre Bouvier is a Canadian singer.")
     assert run(A("Search", "Pierre Bouvier"), obs, T("So Bouvier is from Canada.")).first_break is None

@@ -330,7 +330,9 @@ def _small(number: str) -> bool:
 # Clause boundaries inside a sentence: a hedge or a plan in one clause ("...,
 # so his family was probably architects") must not hide a claim in another.
 _CLAUSE_RE = re.compile(
-    r",\s*(?=(?:so|but|and|which|while|whereas|because|then)\b)|;\s*|\s+and\s+(?=\w+\s+(?:is|was|are|were|has|have|seems?)\b)|，|、"
+    r",\s*(?=(?:so|but|and|which|while|whereas|because|then)\b)|;\s*|\s+and\s+(?=\w+\s+(?:is|was|are|were|has|have|seems?)\b)"
+    # "... has options 'grey' and seems good to buy": the hedge is its own clause.
+    r"|\s+and\s+(?=(?:seems?|looks?|appears?)\b)|，|、"
 )
 
 
