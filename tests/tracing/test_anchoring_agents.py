@@ -214,6 +214,20 @@ def test_a_value_said_to_be_absent_is_not_attributed():
     assert run.report().first_break is None
 
 
+def test_a_result_about_another_record_used_as_the_one_asked_for_is_a_wrong_record():
+    ivan = {"user_id": "ivan_johnson_6036", "name": {"first_name": "Ivan"}, "orders": ["#W1"]}
+    run = Run().call("get_user_details", {"user_id": "mia_garcia_4516"}).result("get_user_details", ivan)
+    steps = list(run.steps)
+    rep = run.reply("Thank you, Mia. I have verified your account.").report()
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record"
+    assert "mia_garcia_4516" in rep.reason and "ivan_johnson_6036" in rep.reason
+    # Noticing it is right.
+    ok = Run()
+    ok.steps = steps
+    assert ok.reply("The details returned are for a different user, ivan_johnson_6036; let me look again.").report() \
+        .first_break is None
+
+
 def test_a_stale_status_in_a_clause_next_to_a_promise_is_still_stale():
     requested = dict(ORDER, status="exchange requested")
     run = (

@@ -449,6 +449,27 @@ def _instructions(text: str) -> list[str]:
     return out
 
 
+def _answers_other(args: Any, data: Any) -> tuple[str, str, str] | None:
+    """(key, asked, returned) when a result names another record under the id
+    key the call was made with ({"order_id": "#W1"} answered by "#W2")."""
+    if not isinstance(args, dict) or not isinstance(data, dict):
+        return None
+    for key, asked in args.items():
+        if not isinstance(key, str) or not (key.lower() == "id" or key.lower().endswith("_id")):
+            continue
+        got = data.get(key)
+        if isinstance(asked, (str, int)) and isinstance(got, (str, int)) and not isinstance(got, bool) \
+                and str(asked).strip().lower() != str(got).strip().lower():
+            return key, str(asked).strip().lower(), str(got).strip().lower()
+    return None
+
+
+# A statement that says a result is not the one asked for.
+_MISMATCH_RE = re.compile(
+    r"\b(?:different|mismatch|does(?:n't| not) match|not the (?:same|one|right)|wrong|another (?:user|order|account|"
+    r"record|customer|product)|instead)\b", re.IGNORECASE)
+
+
 def _claim_sentences(text: str) -> list[str]:
     out = []
     for sentence in split_sentences(text):
@@ -639,6 +660,9 @@ class _Pass:
         # "Next, I need to take it.": the action a statement said comes next,
         # until a call or an observation.
         self.planned_action: tuple[int, str] | None = None
+        # A result about another record than the call asked for: (result
+        # step, call step, key, asked, returned), until the next statement.
+        self.answered_other: tuple[int, int, str, str, str] | None = None
         # Buttons and links the pages showed ("[Buy Now]", "[B08SL7LRRQ]").
         self.ui_labels: set[str] = set()
         self.told_since_statement = False
@@ -713,6 +737,10 @@ class _Pass:
         if reading.data is not None and reading.data is not ...:
             self.records.add(reading.data, step.index)
             self.evidence.add_data(reading.data)
+            if call is not None and not failed:
+                other = _answers_other(call.step.args, reading.data)
+                if other is not None:
+                    self.answered_other = (step.index, call.step.index, *other)
         if call is not None:
             call.obs, call.obs_units, call.failed = step, sal.units, failed
             if reading.rejected and call in self.submissions:
@@ -882,6 +910,23 @@ class _Pass:
         args_text = _args_text(step.args) or (step.text or "")
         self.evidence.add(sal, args_text)
 
+    def _uses_other_answer(self, step: Step, text: str) -> bool:
+        """The call asked for one record and the result is another's
+        (get_user_details(mia_garcia_4516) answered with ivan_johnson_6036);
+        the next statement goes on without a word about it."""
+        other, self.answered_other = self.answered_other, None
+        if other is None:
+            return False
+        result_at, call_at, key, asked, got = other
+        low = text.lower()
+        if got in low or _MISMATCH_RE.search(text):
+            return False  # it noticed
+        self._break(step.index, "wrong_record", (
+            f"the call at step {call_at} asked for {key} {asked}, but the result at step {result_at} is for "
+            f"{got}; the {_what(step)} at step {step.index} goes on as if it were {asked}'s"
+        ), {"call_step": call_at, "result_step": result_at, "field": key, "asked": asked, "returned": got})
+        return True
+
     def _check_click(self, step: Step) -> None:
         """A run-ending click on a button no page showed ("click[Buy Now]" with
         only the search results seen): it acts on a page it never opened. An
@@ -937,6 +982,8 @@ class _Pass:
     # -- claims ----------------------------------------------------------------
     def _statement(self, step: Step, text: str) -> None:
         """A thought or a reply: success, completion, records, then plain claims."""
+        if self._uses_other_answer(step, text):
+            return
         claims = _claim_sentences(text)
         last = self.last
         # A hedge does not make a success claim safe ("the function seems to
