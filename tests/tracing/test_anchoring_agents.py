@@ -228,6 +228,29 @@ def test_a_result_about_another_record_used_as_the_one_asked_for_is_a_wrong_reco
         .first_break is None
 
 
+def test_details_of_a_record_whose_lookup_came_back_empty_are_unconfirmed():
+    w2 = {"order_id": "#W2222222", "status": "delivered", "items": [{"name": "Puzzle", "item_id": "22", "price": 52.01}]}
+
+    def run(second: str) -> Run:
+        return (
+            Run().call("get_order_details", {"order_id": "#W1111111"})
+            .call("get_order_details", {"order_id": "#W2222222"})
+            .result("get_order_details", ORDER).result("get_order_details", second)
+        )
+
+    steps = run("null").steps
+    listing = "Your orders:\n1. Order #W1111111 (pending): Camera\n2. Order #W2222222 (delivered): Puzzle"
+    r = Run()
+    r.steps = list(steps)
+    rep = r.reply(listing).report()
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "unconfirmed_success" and "#w2222222" in rep.reason
+    # Said plainly, or with the result in hand, it is fine.
+    r = Run()
+    r.steps = list(steps)
+    assert r.reply("I could not retrieve order #W2222222; order #W1111111 is pending.").report().first_break is None
+    assert run(json.dumps(w2)).reply(listing).report().first_break is None
+
+
 def test_a_stale_status_in_a_clause_next_to_a_promise_is_still_stale():
     requested = dict(ORDER, status="exchange requested")
     run = (

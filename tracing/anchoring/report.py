@@ -464,6 +464,25 @@ def _answers_other(args: Any, data: Any) -> tuple[str, str, str] | None:
     return None
 
 
+def _asked_ids(args: Any) -> list[str]:
+    """The id values a call was made with ({"order_id": "#W1"} -> ["#w1"])."""
+    if not isinstance(args, dict):
+        return []
+    return [str(v).strip().lower() for k, v in args.items()
+            if isinstance(k, str) and (k.lower() == "id" or k.lower().endswith("_id"))
+            and isinstance(v, (str, int)) and not isinstance(v, bool) and len(str(v).strip()) >= 4]
+
+
+def _sentence_words(sentence: str) -> set[str]:
+    words = re.findall(r"[\w][\w.-]*[\w]|\w", sentence.lower())
+    return set(words) | {" ".join(p) for p in zip(words, words[1:], strict=False)}
+
+
+# A record's state named as such ("delivered", "pending", "suspended").
+_STATE_WORD_RE = re.compile(
+    r"\b(?:pending|delivered|cancell?ed|processed|shipped|returned|exchanged|active|suspended|paid|overdue)\b",
+    re.IGNORECASE)
+
 # A statement that says a result is not the one asked for.
 _MISMATCH_RE = re.compile(
     r"\b(?:different|mismatch|does(?:n't| not) match|not the (?:same|one|right)|wrong|another (?:user|order|account|"
@@ -663,6 +682,9 @@ class _Pass:
         # A result about another record than the call asked for: (result
         # step, call step, key, asked, returned), until the next statement.
         self.answered_other: tuple[int, int, str, str, str] | None = None
+        # Ids whose lookup came back failed or empty since the last statement:
+        # id -> (call step, result step).
+        self.unanswered: dict[str, tuple[int, int]] = {}
         # Buttons and links the pages showed ("[Buy Now]", "[B08SL7LRRQ]").
         self.ui_labels: set[str] = set()
         self.told_since_statement = False
@@ -741,6 +763,9 @@ class _Pass:
                 other = _answers_other(call.step.args, reading.data)
                 if other is not None:
                     self.answered_other = (step.index, call.step.index, *other)
+        if call is not None and (failed or reading.status == "empty"):
+            for ident in _asked_ids(call.step.args):
+                self.unanswered[ident] = (call.step.index, step.index)
         if call is not None:
             call.obs, call.obs_units, call.failed = step, sal.units, failed
             if reading.rejected and call in self.submissions:
@@ -927,6 +952,32 @@ class _Pass:
         ), {"call_step": call_at, "result_step": result_at, "field": key, "asked": asked, "returned": got})
         return True
 
+    def _details_of_unanswered(self, step: Step, text: str, unanswered: dict[str, tuple[int, int]]) -> bool:
+        """A record's details stated right after its lookup came back empty or
+        failed ("3. Order #W6111398 (Status: Cancelled) - Skateboard" when
+        get_order_details(#W6111398) answered null), and no earlier result
+        held that record."""
+        if not unanswered:
+            return False
+        known = {ident for _, ident in self.records.latest}
+        for sentence in split_sentences(text):
+            if NEGATED_RE.search(sentence) or ACK_FAILURE_RE.search(sentence) or sentence.rstrip().endswith("?"):
+                continue
+            low = sentence.lower()
+            for ident, (call_at, result_at) in unanswered.items():
+                if ident in known or not re.search(rf"(?<![\w#]){re.escape(ident.lstrip('#'))}\b", low.replace("#", "")):
+                    continue
+                details = _STATE_WORD_RE.search(sentence) or any(
+                    t != ident and t in self.records.owners for t in _sentence_words(sentence))
+                if details:
+                    self._break(step.index, "unconfirmed_success", (
+                        f"the lookup of {ident} at step {call_at} came back with nothing (result at step "
+                        f"{result_at}); the {_what(step)} at step {step.index} states its details: "
+                        f"{_quote(sentence, 100)}"
+                    ), {"call_step": call_at, "result_step": result_at, "asked": ident, "claim": sentence[:200]})
+                    return True
+        return False
+
     def _check_click(self, step: Step) -> None:
         """A run-ending click on a button no page showed ("click[Buy Now]" with
         only the search results seen): it acts on a page it never opened. An
@@ -982,7 +1033,8 @@ class _Pass:
     # -- claims ----------------------------------------------------------------
     def _statement(self, step: Step, text: str) -> None:
         """A thought or a reply: success, completion, records, then plain claims."""
-        if self._uses_other_answer(step, text):
+        unanswered, self.unanswered = self.unanswered, {}
+        if self._uses_other_answer(step, text) or self._details_of_unanswered(step, text, unanswered):
             return
         claims = _claim_sentences(text)
         last = self.last
