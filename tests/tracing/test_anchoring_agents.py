@@ -564,6 +564,21 @@ def test_a_thought_quoting_an_observation_that_never_came():
     assert rep.first_break == 1 and rep.evidence["pattern"] == "phantom_call"
 
 
+def test_columns_named_after_planning_to_read_them_and_not_reading_them_are_a_phantom_call():
+    def run(desc: bool) -> Run:
+        r = (
+            Run().call("sql", "SHOW TABLES").result("sql", "[('course',), ('teacher',)]")
+            .thought("There is a `teacher` table. I should check what columns are available in this table.")
+        )
+        if desc:
+            r.call("sql", "DESC teacher").result("sql", "[('Teacher_ID', 'int'), ('Name', 'text'), ('Hometown', 'text')]")
+        return r.thought("The `teacher` table has a `Hometown` column. I can count teachers per hometown.")
+
+    rep = run(desc=False).report(task="How many teachers are there in each hometown?")
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "phantom_call" and "Hometown" in rep.reason
+    assert run(desc=True).report(task="How many teachers are there in each hometown?").first_break is None
+
+
 # --- bad input -------------------------------------------------------------------
 
 

@@ -411,6 +411,8 @@ def _not_a_claim(sentence: str) -> bool:
 _COLUMN_RE = re.compile(
     r"`(\w+)`\s+(?:column|field)s?\b|\b([A-Z]\w*|\w*_\w*)\s+(?:column|field)s?\b|\b(?:column|field)\s+`?([A-Z]\w*|\w*_\w*)`?"
 )
+# A plan to read a table's layout ("I should check what columns are available").
+_SCHEMA_PLAN_RE = re.compile(r"\b(?:columns?|fields?|schema|structure)\b", re.IGNORECASE)
 # Wondering, not asserting: "check if the table has a Country column".
 _WONDER_RE = re.compile(r"\b(?:if|whether)\b", re.IGNORECASE)
 
@@ -978,6 +980,22 @@ class _Pass:
                     return True
         return False
 
+    def _columns_unread(self, step: Step, text: str) -> bool:
+        """"I should check what columns are available." then, with no call in
+        between, "The `teacher` table has a `Hometown` column": it names
+        columns it planned to read and did not (the question may well use the
+        word; the schema was never shown)."""
+        if self.unmade_lookup is None or not _SCHEMA_PLAN_RE.search(self.unmade_lookup[1]):
+            return False
+        for sentence in split_sentences(text):
+            if sentence.rstrip().endswith("?") or _WONDER_RE.search(sentence):
+                continue
+            unread = [c for c in _column_names(sentence)
+                      if not any(c.lower() in seen.lower() for _, seen in self.observed)]
+            if unread:
+                return self._unmade_lookup_break(step, sentence, unread)
+        return False
+
     def _check_click(self, step: Step) -> None:
         """A run-ending click on a button no page showed ("click[Buy Now]" with
         only the search results seen): it acts on a page it never opened. An
@@ -1034,7 +1052,8 @@ class _Pass:
     def _statement(self, step: Step, text: str) -> None:
         """A thought or a reply: success, completion, records, then plain claims."""
         unanswered, self.unanswered = self.unanswered, {}
-        if self._uses_other_answer(step, text) or self._details_of_unanswered(step, text, unanswered):
+        if self._uses_other_answer(step, text) or self._details_of_unanswered(step, text, unanswered) \
+                or self._columns_unread(step, text):
             return
         claims = _claim_sentences(text)
         last = self.last
