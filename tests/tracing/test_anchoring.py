@@ -162,6 +162,15 @@ def test_a_hedge_after_and_does_not_hide_the_claim_before_it():
     assert run(A("click", "B01"), page, T(bad), task=task).first_break == 2
 
 
+def test_a_title_opening_with_to_is_a_claim_not_a_plan():
+    obs = O("The Clash of Triton is an episode of SpongeBob SquarePants. It aired on July 5, 2010.")
+    claim = T("To SquarePants or Not to SquarePants aired on July 17, 2009.")
+    assert run(A("Search", "The Clash of Triton"), obs, claim).first_break == 2
+    # "To find …" still plans.
+    plan = T("To find when To SquarePants or Not to SquarePants aired, I need to search it.")
+    assert run(A("Search", "The Clash of Triton"), obs, plan).first_break is None
+
+
 def test_stems_back_names_but_only_from_stem_chars_letters():
     obs = O("Pierre Bouvier is a Canadian singer.")
     assert run(A("Search", "Pierre Bouvier"), obs, T("So Bouvier is from Canada.")).first_break is None

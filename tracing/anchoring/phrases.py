@@ -17,11 +17,12 @@ FAILURE_RE = re.compile(
 )
 
 # Sentences that plan, ask or hedge assert no fact.
+# "To find X, …" plans; "To SquarePants or Not to SquarePants aired …" names a title.
 PLAN_RE = re.compile(
     r"^(?:(?:so|then|now|next|first|second|finally|lastly|also|additionally|and|but|ok|okay|thus|therefore|"
     r"after that)[, ]+)*"
     r"(?:i need|i should|i will|i'll|i must|i have to|i can(?! see)|i could|i may|i might|i want|"
-    r"i am going|i'm going|let me|let's|lets|we need|we should|maybe|perhaps|to \w+|in order to|"
+    r"i am going|i'm going|let me|let's|lets|we need|we should|maybe|perhaps|to (?-i:[a-z])\w*|in order to|"
     r"search|look up|lookup|find|check|try|if\b|i'?m not sure|i do not know|i don't know)"
     r"|^(?:我需要|我应该|我要|我会|接下来|下一步|让我|我们需要|搜索|查找|查询|也许|可能|如果|首先)",
     re.IGNORECASE,
