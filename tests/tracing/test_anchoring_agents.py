@@ -179,6 +179,31 @@ EARBUDS = {"name": "Wireless Earbuds", "product_id": "9924732112", "variants": {
             "price": 232.49}}}
 
 
+LINE = {"line_id": "L1002", "status": "Active", "roaming_enabled": False, "data_used_gb": 8.7}
+
+
+def test_an_action_reported_done_that_only_a_field_name_mentions_is_a_phantom_call():
+    run = (
+        Run().user("My data does not work abroad.").call("get_details_by_id", {"id": "L1002"})
+        .result("get_details_by_id", LINE)
+        .reply("Your line was not set up for roaming. I have now enabled roaming for your line.")
+    )
+    rep = run.report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "phantom_call"
+
+
+def test_a_setting_the_user_switched_or_a_records_history_is_not_a_phantom_call():
+    base = Run().user("My data does not work abroad.").call("get_details_by_id", {"id": "L1002"}) \
+        .result("get_details_by_id", LINE)
+    steps = list(base.steps)
+    run = Run()
+    run.steps = list(steps)
+    run.user("I’ve turned Data Roaming on. Data Roaming Enabled: Yes").reply("Great—Data Roaming is now enabled.")
+    assert run.report().first_break is None
+    order = Run().call("get_order_details", {"order_id": "#W1"}).result("get_order_details", ORDER)
+    assert order.reply("Your order #W1 was paid with your credit card on file.").report().first_break is None
+
+
 def test_a_description_that_mixes_two_variants_is_a_wrong_record():
     run = Run().call("get_product_details", {"product_id": "9924732112"}).result("get_product_details", EARBUDS)
     # Blue, 8 hours and IPX4 name variant 111; $257.38 is 222's price.

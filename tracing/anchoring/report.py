@@ -359,6 +359,9 @@ USER_DID_RE = re.compile(
     re.IGNORECASE,
 )
 
+# "I've turned Data Roaming on": a switch the user set on the device.
+_USER_SWITCHED_RE = re.compile(r"\bi(?:['’]ve| have)?\s+(?:\w+\s+){0,2}(?:turned|switched|toggled)\b", re.IGNORECASE)
+
 # Reasoning about a failure ("I suspect the issue is …", "because"), not a
 # claim about what the failed call returned.
 REASONING_RE = re.compile(
@@ -464,6 +467,23 @@ def _answers_other(args: Any, data: Any) -> tuple[str, str, str] | None:
                 and str(asked).strip().lower() != str(got).strip().lower():
             return key, str(asked).strip().lower(), str(got).strip().lower()
     return None
+
+
+# Verbs of switching a setting: "enabled" is what "I've turned it on" did.
+_SWITCH_STEMS = {"enabl": "toggl", "disabl": "toggl", "turn": "toggl", "switch": "toggl", "activat": "toggl"}
+# A passive past with its means or time: a record's history ("was paid with
+# your Mastercard", "were shipped on May 3"), not an action just reported.
+_RECORD_HISTORY_RE = re.compile(r"^(?:was|were)\b[^.;]{0,40}?\b(?:with|by|using|via|on|in)\b", re.IGNORECASE)
+
+
+def _said_done(stem: str, verb: str, texts: Sequence[str]) -> bool:
+    """A result says the verb was done ("Roaming enabled", "refunded"): the
+    stem as a word of its own, not inside a field name ("roaming_enabled":
+    false) or another word ("address" for "add")."""
+    pattern = re.compile(
+        rf"(?<!\w)(?:{re.escape(stem)}(?:e|ed|d|es|s|ing|red|ted|led|ion|ions)?|{re.escape(verb)})(?!\w)"
+    )
+    return any(pattern.search(text) for text in texts)
 
 
 def _asked_ids(args: Any) -> list[str]:
@@ -732,6 +752,8 @@ class _Pass:
         self.told_since_statement = True
         if role == "user":
             self.user_done.update(verb_stem(m.group("verb")) for m in USER_DID_RE.finditer(text[:4000]))
+            if _USER_SWITCHED_RE.search(text[:4000]):
+                self.user_done.add("toggl")
             self.any_user_turn = True
             self.calls_since_user = 0
             self.writes_since_user = 0
@@ -1266,9 +1288,14 @@ class _Pass:
             return False
         candidates = {t for t in self.catalogue if stem in t}
         verb = m.group("verb").lower()
-        if any(stem in t for t in self.done_tools) or any(stem in text for text in self.done_texts):
+        if any(stem in t for t in self.done_tools) or _said_done(stem, verb, self.done_texts):
             return False
-        if stem in self.user_done or verb_stem(verb) in self.user_done:
+        if self.writes_since_user and any(stem in text for text in self.done_texts):
+            return False  # a write was made since the user spoke; its result may name it otherwise
+        if _RECORD_HISTORY_RE.search(sentence[m.start():]):
+            return False  # "was paid with your Mastercard": the record's history, not an action just done
+        user_did = {_SWITCH_STEMS.get(x, x) for x in self.user_done}
+        if _SWITCH_STEMS.get(stem, stem) in user_did:
             return False  # the user reports having done it ("I went ahead and reset the APN settings")
         if candidates:
             why = f"no call of {', '.join(sorted(candidates)[:3])} was made before it"
