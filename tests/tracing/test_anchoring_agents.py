@@ -200,6 +200,10 @@ def test_a_setting_the_user_switched_or_a_records_history_is_not_a_phantom_call(
     run.steps = list(steps)
     run.user("I’ve turned Data Roaming on. Data Roaming Enabled: Yes").reply("Great—Data Roaming is now enabled.")
     assert run.report().first_break is None
+    run = Run()
+    run.steps = list(steps)
+    run.user("I followed your instructions and reset the APN settings, then restarted my phone.")
+    assert run.reply("Your APN settings have been reset, so let's look at the app next.").report().first_break is None
     order = Run().call("get_order_details", {"order_id": "#W1"}).result("get_order_details", ORDER)
     assert order.reply("Your order #W1 was paid with your credit card on file.").report().first_break is None
 

@@ -359,6 +359,8 @@ USER_DID_RE = re.compile(
     re.IGNORECASE,
 )
 
+_FIRST_PERSON_RE = re.compile(r"\bI\b")
+_PAST_VERB_RE = re.compile(r"\b(\w{3,}ed|reset|set|put)\b", re.IGNORECASE)
 # "I've turned Data Roaming on": a switch the user set on the device.
 _USER_SWITCHED_RE = re.compile(r"\bi(?:['’]ve| have)?\s+(?:\w+\s+){0,2}(?:turned|switched|toggled)\b", re.IGNORECASE)
 
@@ -754,6 +756,11 @@ class _Pass:
             self.user_done.update(verb_stem(m.group("verb")) for m in USER_DID_RE.finditer(text[:4000]))
             if _USER_SWITCHED_RE.search(text[:4000]):
                 self.user_done.add("toggl")
+            # "I followed your instructions and reset the APN settings": every
+            # past verb of a sentence the user says in the first person.
+            for sentence in split_sentences(text[:4000]):
+                if _FIRST_PERSON_RE.search(sentence):
+                    self.user_done.update(verb_stem(w) for w in _PAST_VERB_RE.findall(sentence))
             self.any_user_turn = True
             self.calls_since_user = 0
             self.writes_since_user = 0
