@@ -368,9 +368,18 @@ def answer_swap(traj: Trajectory, rng: random.Random, pool, limit: int | None = 
     statements = [p for p, s in enumerate(steps) if is_statement(s)]
     if not statements:
         return None
+    # A claim, not code (MINT's <solution>), a plan ("I should search X") or an admission ("cannot find X").
+    statements = [
+        p
+        for p in statements
+        if (steps[p].tool or "") not in ("solution", "execute")
+        and not _ACK.search(steps[p].text)
+        and not _PLAN.search(re.split(r"(?<=[.!?])\s", steps[p].text.strip(), maxsplit=1)[0])
+    ]
     finals = [p for p in statements if steps[p].kind == "final"]
     order = ([finals[-1]] if finals else []) + [p for p in reversed(statements) if p not in finals][:2]
     everything = _run_mentions(traj)
+    task = Evidence([traj.goal])
     if finals and _before(steps[finals[-1]].index, limit):
         # The whole answer was read in an observation: answer another run's answer instead.
         p = finals[-1]
@@ -396,7 +405,10 @@ def answer_swap(traj: Trajectory, rng: random.Random, pool, limit: int | None = 
         found = [
             (sp, cat)
             for sp, cat in spans(steps[p].text, alf=alf)
-            if ev.has(sp, cat) and sp not in common and (cat != "entity" or len(sp.split()) > 1)
+            if ev.has(sp, cat)
+            and not task.has(sp, cat)
+            and sp not in common
+            and (cat != "entity" or len(sp.split()) > 1)
         ]
         if steps[p].kind == "final" and isinstance(steps[p].args, str):
             found = [(sp, cat) for sp, cat in found if sp in steps[p].args] or found
@@ -404,6 +416,8 @@ def answer_swap(traj: Trajectory, rng: random.Random, pool, limit: int | None = 
         for span, cat in found:
             options = pool.get((cat, _shape(span, cat))) or pool.get((cat, "*")) or []
             options = [o for o, rid in options if rid != traj.run_id and o != span and not everything.has(o, cat)]
+            if cat == "number":  # a value of the same size: 1922 -> 1924, not 1922 -> 7
+                options = sorted(options, key=lambda o: abs(num_value(o) - num_value(span)))[:5]
             if cat == "obj":  # another instance of the same thing first ("pan 2" for "pan 1")
                 same = [o for o in options if o.split()[0] == span.split()[0]]
                 options = same or options
@@ -427,6 +441,7 @@ def _next_agent(steps: list[Step], p: int) -> int | None:
     return None
 
 
+_PLAN = re.compile(r"\b(?:I (?:should|need to|will|can|could|must|'ll|have to|want to|may)|Let me|Let's)\b", re.I)
 _MENTIONS_OUTPUT = re.compile(
     r"\b(output|print(?:s|ed)?|results?|return(?:s|ed)?|shows?|showed|displays?|gives?|gave|got)\b", re.I
 )
@@ -641,7 +656,7 @@ def _replace_observation(kind: str, traj: Trajectory, rng: random.Random, limit:
             steps[q].index,
             {steps[p].index: "edited"},
             f"obs {steps[p].index} -> {new[:60]!r}; step {steps[q].index} used {used[0][0]!r}",
-            {"observation": steps[p].index},
+            {"observation": steps[p].index, "link": used[0][1]},
         )
     return None
 
@@ -758,7 +773,7 @@ def invented_call(traj: Trajectory, rng: random.Random, pool=None, limit=None) -
             steps[q].index - 2,
             {gone[0]: "deleted", gone[1]: "deleted"},
             f"deleted {steps[p].text[:60]!r}; step {steps[q].index} used {used[0][0]!r}",
-            {"original_target": steps[q].index},
+            {"original_target": steps[q].index, "link": used[0][1]},
         )
     return None
 
