@@ -935,6 +935,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     control: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     by_target: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    by_link: dict[tuple[str, str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for src in args.sources.split(","):
         path = data / src / "runs.jsonl"
         if not path.exists():
@@ -962,6 +963,9 @@ def main(argv: list[str] | None = None) -> int:
                 cls = "call" if tgt.kind == "action" and not is_reply(tgt) else "statement"
                 by_target[(src, cls)]["n"] += 1
                 by_target[(src, cls)]["missed"] += fb is None
+                if "link" in case.extra:
+                    by_link[(src, case.extra["link"], cls)]["n"] += 1
+                    by_link[(src, case.extra["link"], cls)]["missed"] += fb is None
                 if fb is None:
                     r["missed"] += 1
                     missed.append((traj, case, None))
@@ -1021,6 +1025,13 @@ def main(argv: list[str] | None = None) -> int:
     for src in dict.fromkeys(s for s, _ in by_target):
         a, b = by_target[(src, "statement")], by_target[(src, "call")]
         print(f"{src:22} {a['n']:12d} {_pct(a['missed'], a['n'])} {b['n']:8d} {_pct(b['missed'], b['n'])}")
+    print("\nignored_failure + empty_result + invented_call missed, by what links the target to the observation")
+    print("(claim: a generic 'works / worked / I get' claim about a code run; word: a lower-case identifier)")
+    print(f"{'source':22} {'link':8} {'target':10} {'n':>5} {'missed':>11}")
+    for (src, link, cls), r in sorted(
+        by_link.items(), key=lambda kv: (SOURCES.index(kv[0][0]) if kv[0][0] in SOURCES else 99, kv[0][1:])
+    ):
+        print(f"{src:22} {link:8} {cls:10} {r['n']:5d} {_pct(r['missed'], r['n'])}")
     print("\nuncorrupted runs: share with a break (false-positive proxy on succeeded runs)")
     print(f"{'source':22} {'succeeded':>18} {'failed':>18}")
     for src, c in control.items():
