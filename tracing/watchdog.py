@@ -32,6 +32,7 @@ from tracing.detectors.drift import (
     DriftSignal,
 )
 from tracing.detectors.observation import (
+    ANALYSIS_CHARS,
     JUNK_BOILERPLATE_RATIO,
     JUNK_MARKUP_RATIO,
     MIN_CONTENT_TOKENS,
@@ -78,7 +79,11 @@ STOP_STREAK = 10
 # result, a user's turn) in between. In a deterministic world the third try
 # of a call that failed twice the same way cannot do better; a legitimate
 # re-check (run_speed_test() after the user toggled something) has something
-# effective in between and never counts.
+# effective in between and never counts. Nor does the repeat of a *confirmed*
+# value: a valid result that a different call had already returned (`wc -l`
+# printing the same "0" for three formulations of the query) is an answer the
+# agent keeps checking, not a dead end; its repeats still count as no progress
+# for STOP_STREAK.
 STOP_FUTILE = 2
 
 # Unusable results in a row (error, empty, timeout, junk). 5: successful runs
@@ -376,6 +381,8 @@ class Watchdog:
         self._turn = 0
         self._action_keys: dict[int, tuple[str, str]] = {}
         self._pairs: dict[tuple[Any, ...], int] = {}
+        # Hash of a valid result's text -> the first call signature that returned it.
+        self._value_source: dict[int, tuple[str, str]] = {}
         self._effective_turn = -1
         self._effective_step = -1
         # Action index -> index of the result that answered it.
@@ -408,7 +415,7 @@ class Watchdog:
             sig.update(obs_sig.as_dict())
             turn_done = True
             progress = obs_sig.progress
-            self._track_futility(obs_sig, sig)
+            self._track_futility(obs_sig, sig, step)
         elif step.kind == "error":
             turn_done = True
             progress = False
@@ -439,7 +446,7 @@ class Watchdog:
         return self._escalate(step, triggers)
 
     # -- internals -----------------------------------------------------------
-    def _track_futility(self, obs: ObservationSignal, sig: dict[str, Any]) -> None:
+    def _track_futility(self, obs: ObservationSignal, sig: dict[str, Any], step: Step) -> None:
         self._turn += 1
         if obs.progress:
             self._effective_turn = self._turn
@@ -455,6 +462,11 @@ class Watchdog:
         pair = (key[0], key[1], hash(" ".join(obs.toks[:400])))
         previous = self._pairs.get(pair)
         self._pairs[pair] = self._turn
+        if not obs.bad:
+            text = step.text if isinstance(step.text, str) else str(step.text or "")
+            source = self._value_source.setdefault(hash(text[:ANALYSIS_CHARS].strip()), key)
+            if source != key:
+                return  # a value another call already returned: confirmed, not futile
         if previous is not None and not obs.progress and previous >= self._effective_turn:
             self.futile += 1
             self._futile_steps.append(obs.action_step)

@@ -154,6 +154,37 @@ def test_a_repeat_after_something_effective_is_not_futile():
     assert wd.futile == 0 and all(iv.tier != "stop" for _, iv in ivs)
 
 
+def count_loop(variants: int, repeats: int, result: str = "0") -> list[Step]:
+    """`variants` different commands, then the last one `repeats` more times; every one prints `result`."""
+    cmds = [f"find /testbed -name '*.gz' variant{k} | wc -l" for k in range(variants)]
+    cmds += [cmds[-1]] * repeats
+    return [s for k, c in enumerate(cmds) for s in (act(2 * k, "bash", c), obs(2 * k + 1, result, "bash"))]
+
+
+def test_repeating_a_value_another_call_already_returned_is_not_futile():
+    # InterCode: three formulations of a count print the same "0", then the
+    # last one is run again and again. The value is confirmed, not a dead end.
+    p = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), stop_streak=100, stop_invalid=100))
+    wd, ivs = run(p, count_loop(3, 6))
+    assert wd.futile == 0 and all(iv.tier != "stop" for _, iv in ivs)
+    # The other side: the same call and value without another call having
+    # returned it first is a futile repeat (tau2's get_details_by_id loop).
+    wd, ivs = run(p, count_loop(1, STOP_FUTILE))
+    assert wd.futile == STOP_FUTILE and ivs[-1][1].tier == "stop"
+    # A repeated *unusable* result is futile even if another call got it too:
+    # the same error from two commands is the same failure, not a confirmation.
+    wd, ivs = run(p, count_loop(3, STOP_FUTILE, "find: '/testbed': No such file or directory"))
+    assert wd.futile == STOP_FUTILE and ivs[-1][1].tier == "stop"
+
+
+def test_a_confirmed_value_loop_is_still_stopped_by_the_streak():
+    # Not futile, but no progress: STOP_STREAK still ends it.
+    p = Policy(use_complexity=False, ladder=Ladder(cooldown=0))
+    wd, ivs = run(p, count_loop(3, STOP_STREAK))
+    assert ivs[-1][1].tier == "stop"
+    assert ivs[-1][1].evidence["threshold"]["name"] == "ladder.stop_streak"
+
+
 def test_stop_invalid_both_sides():
     # Different calls, each failing: unusable results in a row.
     p = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), stop_streak=100, stop_futile=100))
