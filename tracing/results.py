@@ -51,7 +51,7 @@ _EXCEPTION_LINE_RE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Except
 _SHELL_ERROR_RE = re.compile(
     r"command not found|no such file or directory|permission denied|cannot access|cannot open|"
     r"is a directory|not a directory|syntax error near unexpected token|unexpected eof while looking|"
-    r"invalid option|unrecognized option|missing operand|non-zero exit status|exit (?:code|status):? *[1-9]|"
+    r"invalid option|unrecognized option|missing operand|missing argument to|option requires an argument|non-zero exit status|exit (?:code|status):? *[1-9]|"
     r"^bash: |^/bin/\w+: |^sh: \d+: ",
     re.I | re.M,
 )
@@ -70,7 +70,7 @@ _REJECTED_RE = re.compile(
 _TIMEOUT_RE = re.compile(r"\btimed?[ -]?out\b|\btimeout\b|deadline exceeded", re.I)
 # Generic failure openers (ReAct environments, HTTP tools): only at the start.
 _ERROR_START_RE = re.compile(
-    r"\s*(?:invalid action|error\b|exception\b|fatal\b|failed\b|failure\b|could not (?:parse|execute)|"
+    r"\s*(?:invalid action|malformed command\b|error\b|exception\b|fatal\b|failed\b|failure\b|could not (?:parse|execute)|"
     r"i don't understand your input|unable to\b)",
     re.I,
 )

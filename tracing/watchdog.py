@@ -10,8 +10,11 @@ a fallback reason. The same class replays a policy over stored runs
 Design choices (DESIGN.md section 1):
 - repetition is an entry signal: it only triggers when the repeated call also
   brought nothing new;
-- stop needs the whole ladder first (a hint, then a redirect) *and* a long run
-  of observations without progress: false kills are the real cost;
+- stop needs the whole ladder first (a hint, then a redirect) *and* grounds
+  (futile repeats, unusable results in a row, a long run without progress):
+  false kills are the real cost. One shortcut: a dead loop (the same call, the
+  same unusable result, nothing effective between) that the model makes again
+  after a hint about it is stopped at that call (FAST_FUTILE);
 - a soft complexity estimate of the goal stretches or shrinks the patience
   windows; it never triggers anything by itself.
 """
@@ -32,6 +35,7 @@ from tracing.detectors.drift import (
     DriftSignal,
 )
 from tracing.detectors.observation import (
+    ANALYSIS_CHARS,
     JUNK_BOILERPLATE_RATIO,
     JUNK_MARKUP_RATIO,
     MIN_CONTENT_TOKENS,
@@ -48,6 +52,7 @@ from tracing.detectors.repetition import (
     RepetitionDetector,
     RepetitionSignal,
     args_of,
+    args_preview,
 )
 from tracing.detectors.stagnation import STAGNATION_K, StagnationDetector
 from tracing.normalize import call_signature, normalize_args
@@ -78,13 +83,28 @@ STOP_STREAK = 10
 # result, a user's turn) in between. In a deterministic world the third try
 # of a call that failed twice the same way cannot do better; a legitimate
 # re-check (run_speed_test() after the user toggled something) has something
-# effective in between and never counts.
+# effective in between and never counts. Nor does the repeat of a *confirmed*
+# value: a valid result that a different call had already returned (`wc -l`
+# printing the same "0" for three formulations of the query) is an answer the
+# agent keeps checking, not a dead end; its repeats still count as no progress
+# for STOP_STREAK.
 STOP_FUTILE = 2
 
 # Unusable results in a row (error, empty, timeout, junk). 5: successful runs
 # of every source in shared/eval stay under it (bench/README-detectors.md);
 # fewer stops legitimate retries of a flaky tool.
 STOP_INVALID = 5
+
+# Fast lane for a dead loop, no redirect or cooldown needed: once a call has
+# got the same unusable result again (this many futile repeats of that very
+# call, nothing effective in between) and a hint was given after that, making
+# the same call once more is stopped at the call, before it runs. In a
+# deterministic tool the third try of a call that failed twice the same way
+# cannot do better, and the hint was the model's turn to change course. 1 is
+# that third try; 0 turns the lane off. A timeout may pass on a retry and a
+# valid result is not a failure: neither counts (FAST_LANE_CLASSES).
+FAST_FUTILE = 1
+FAST_LANE_CLASSES = frozenset({"error", "empty", "junk", "too_short"})
 
 # Progress observations in a row after which the ladder starts again at hint.
 RESET_AFTER = 2
@@ -145,6 +165,7 @@ class Ladder:
     reset_after: int = RESET_AFTER
     stop_futile: int = STOP_FUTILE
     stop_invalid: int = STOP_INVALID
+    fast_futile: int = FAST_FUTILE
 
 
 # Fraction fields (0..1) and the minimum of each integer field, for validation.
@@ -163,6 +184,7 @@ _INT_MIN = {
     "reset_after": 1,
     "stop_futile": 1,
     "stop_invalid": 1,
+    "fast_futile": 0,
 }
 
 
@@ -376,12 +398,17 @@ class Watchdog:
         self._turn = 0
         self._action_keys: dict[int, tuple[str, str]] = {}
         self._pairs: dict[tuple[Any, ...], int] = {}
+        # Hash of a valid result's text -> the first call signature that returned it.
+        self._value_source: dict[int, tuple[str, str]] = {}
         self._effective_turn = -1
         self._effective_step = -1
         # Action index -> index of the result that answered it.
         self._answered_at: dict[int, int] = {}
         self.futile = 0
         self._futile_steps: list[int] = []
+        # Fast lane: call -> (its futile repeats with an unusable result, the
+        # step of the first of them), since the last progress.
+        self._dead_calls: dict[tuple[str, str], tuple[int, int]] = {}
 
     # -- public ------------------------------------------------------------
     def observe(self, step: Step) -> Intervention | None:
@@ -395,6 +422,9 @@ class Watchdog:
 
         if step.kind == "action":
             self._action_keys[step.index] = call_signature(step.tool, args_of(step))
+            iv = self._dead_call(step)
+            if iv is not None:
+                return iv
         rep = self._run("repetition", step, sig, self.repetition.update, step)
         if rep is not None:
             sig.update(rep.as_dict())
@@ -408,7 +438,7 @@ class Watchdog:
             sig.update(obs_sig.as_dict())
             turn_done = True
             progress = obs_sig.progress
-            self._track_futility(obs_sig, sig)
+            self._track_futility(obs_sig, sig, step)
         elif step.kind == "error":
             turn_done = True
             progress = False
@@ -439,13 +469,14 @@ class Watchdog:
         return self._escalate(step, triggers)
 
     # -- internals -----------------------------------------------------------
-    def _track_futility(self, obs: ObservationSignal, sig: dict[str, Any]) -> None:
+    def _track_futility(self, obs: ObservationSignal, sig: dict[str, Any], step: Step) -> None:
         self._turn += 1
         if obs.progress:
             self._effective_turn = self._turn
             self._effective_step = obs.step
             self.futile = 0
             self._futile_steps = []
+            self._dead_calls.clear()
         if obs.obs_class == "user" or obs.action_step is None:
             return
         self._answered_at[obs.action_step] = obs.step
@@ -455,10 +486,43 @@ class Watchdog:
         pair = (key[0], key[1], hash(" ".join(obs.toks[:400])))
         previous = self._pairs.get(pair)
         self._pairs[pair] = self._turn
-        if previous is not None and not obs.progress and previous >= self._effective_turn:
-            self.futile += 1
-            self._futile_steps.append(obs.action_step)
-            sig["futile"] = self.futile
+        if not obs.bad:
+            text = step.text if isinstance(step.text, str) else str(step.text or "")
+            source = self._value_source.setdefault(hash(text[:ANALYSIS_CHARS].strip()), key)
+            if source != key:
+                return  # a value another call already returned: confirmed, not futile
+        if previous is None or obs.progress or previous < self._effective_turn:
+            self._dead_calls.pop(key, None)  # the call got something else this time
+            return
+        self.futile += 1
+        self._futile_steps.append(obs.action_step)
+        sig["futile"] = self.futile
+        if obs.obs_class in FAST_LANE_CLASSES:
+            count, since = self._dead_calls.get(key, (0, obs.step))
+            self._dead_calls[key] = (count + 1, since)
+        else:
+            self._dead_calls.pop(key, None)
+
+    def _dead_call(self, step: Step) -> Intervention | None:
+        """The fast lane: a stop at a call that is a dead loop's next try (FAST_FUTILE)."""
+        lad = self.policy.ladder
+        if not lad.fast_futile or not self.policy.enabled or "stop" not in lad.tiers:
+            return None
+        key = self._action_keys[step.index]
+        count, since = self._dead_calls.get(key, (0, -1))
+        # The lane is the shortcut from a hint to a stop: the hint must be about
+        # this loop (given at or after its first futile repeat). Once the ladder
+        # has redirected since, its own stop grounds apply.
+        if count < lad.fast_futile or self._hint_step is None or self._hint_step < since:
+            return None
+        trig = _Trigger(
+            "repetition",
+            {"similarity": 1.0, "repeats": count + 1, "novelty": 0.0, "obs_class": "dead loop"},
+            [since, step.index],
+            {"tool": step.tool, "args": args_preview(args_of(step)), "compared_step": since},
+        )
+        threshold = _threshold("ladder.fast_futile", lad.fast_futile, count)
+        return self._emit(step, trig, "stop", [trig], advance=True, stop_threshold=threshold)
 
     def _run(self, name: str, step: Step, sig: dict[str, Any], fn: Any, *args: Any) -> Any:
         try:
@@ -626,6 +690,14 @@ def _message(trig: _Trigger, tier: str, wd: Watchdog, step: Step, threshold: dic
     d, s = trig.detail, trig.scores
     if tier == "stop":
         name, score = (threshold or {}).get("name"), (threshold or {}).get("score")
+        if name == "ladder.fast_futile":
+            return (
+                f"Stopped by the watchdog ({trig.detector}): {d.get('tool') or 'this call'} with "
+                f"'{d.get('args', '')}' already got the same unusable result {score + 1} times with nothing new "
+                f"in between (repeated at step {d.get('compared_step')}), and was made again after the hint at step "
+                f"{wd._hint_step}; it was stopped before it ran. Fallback: answer with the facts observed "
+                "so far, marked as incomplete, or report that the goal could not be reached with the tools given."
+            )
         if name == "ladder.stop_futile":
             why = (
                 f"calls were repeated {score} times with the same arguments and got the same unusable result, "

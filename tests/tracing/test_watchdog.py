@@ -11,6 +11,7 @@ from tracing.watchdog import (
     COMPLEXITY_MIN,
     COOLDOWN,
     DEFAULT_POLICY,
+    FAST_FUTILE,
     HINTS_ONLY_POLICY,
     INVALID_RUN,
     OFF_POLICY,
@@ -27,7 +28,8 @@ from tracing.watchdog import (
     estimate_complexity,
 )
 
-FLAT = Policy(name="flat", version=3, use_complexity=False)
+# The fast lane off: these tests measure the ladder itself (hint, redirect, stop).
+FLAT = Policy(name="flat", version=3, use_complexity=False, ladder=Ladder(fast_futile=0))
 
 
 def run(policy: Policy, steps: list[Step], goal: str = "") -> tuple[Watchdog, list[tuple[int, Intervention]]]:
@@ -154,6 +156,104 @@ def test_a_repeat_after_something_effective_is_not_futile():
     assert wd.futile == 0 and all(iv.tier != "stop" for _, iv in ivs)
 
 
+def count_loop(variants: int, repeats: int, result: str = "0") -> list[Step]:
+    """`variants` different commands, then the last one `repeats` more times; every one prints `result`."""
+    cmds = [f"find /testbed -name '*.gz' variant{k} | wc -l" for k in range(variants)]
+    cmds += [cmds[-1]] * repeats
+    return [s for k, c in enumerate(cmds) for s in (act(2 * k, "bash", c), obs(2 * k + 1, result, "bash"))]
+
+
+def test_repeating_a_value_another_call_already_returned_is_not_futile():
+    # InterCode: three formulations of a count print the same "0", then the
+    # last one is run again and again. The value is confirmed, not a dead end.
+    p = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), stop_streak=100, stop_invalid=100))
+    wd, ivs = run(p, count_loop(3, 6))
+    assert wd.futile == 0 and all(iv.tier != "stop" for _, iv in ivs)
+    # The other side: the same call and value without another call having
+    # returned it first is a futile repeat (tau2's get_details_by_id loop).
+    wd, ivs = run(p, count_loop(1, STOP_FUTILE))
+    assert wd.futile == STOP_FUTILE and ivs[-1][1].tier == "stop"
+    # A repeated *unusable* result is futile even if another call got it too:
+    # the same error from two commands is the same failure, not a confirmation.
+    wd, ivs = run(p, count_loop(3, STOP_FUTILE, "find: '/testbed': No such file or directory"))
+    assert wd.futile == STOP_FUTILE and ivs[-1][1].tier == "stop"
+
+
+def test_a_confirmed_value_loop_is_still_stopped_by_the_streak():
+    # Not futile, but no progress: STOP_STREAK still ends it.
+    p = Policy(use_complexity=False, ladder=Ladder(cooldown=0))
+    wd, ivs = run(p, count_loop(3, STOP_STREAK))
+    assert ivs[-1][1].tier == "stop"
+    assert ivs[-1][1].evidence["threshold"]["name"] == "ladder.stop_streak"
+
+
+# Only the fast lane can stop these runs: every other ground is out of reach.
+LANE = Policy(use_complexity=False, ladder=Ladder(stop_streak=100, stop_futile=100, stop_invalid=100))
+
+
+def test_fast_lane_both_sides():
+    assert FAST_FUTILE == 1
+    # Two identical failing calls: one futile repeat, and the hint on it. No stop yet.
+    wd, ivs = run(LANE, loop_run(2))
+    assert [iv.tier for _, iv in ivs] == ["hint"] and not wd.stopped
+    # The third identical call after that hint is stopped at the call, before it
+    # runs: no redirect, no cooldown.
+    wd, ivs = run(LANE, loop_run(3))
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint"), (4, "stop")]
+    stop = ivs[-1][1]
+    assert stop.evidence["threshold"] == {"name": "ladder.fast_futile", "value": 1, "score": 1, "op": ">="}
+    assert "before it ran" in stop.message and "hint at step 3" in stop.message
+    # One side further: with fast_futile=2 the third call runs and the fourth is stopped.
+    p2 = Policy(use_complexity=False, ladder=Ladder(stop_streak=100, stop_futile=100, stop_invalid=100, fast_futile=2))
+    _, ivs = run(p2, loop_run(3))
+    assert all(iv.tier != "stop" for _, iv in ivs)
+    _, ivs = run(p2, loop_run(4))
+    assert ivs[-1][0] == 6 and ivs[-1][1].evidence["threshold"]["name"] == "ladder.fast_futile"
+
+
+def test_fast_lane_needs_a_hint_after_the_repeat():
+    # No hint tier: nothing told the model, so nothing is cut short.
+    p = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), stop_streak=100, stop_futile=100, stop_invalid=100))
+    wd, ivs = run(p, loop_run(8))
+    assert ivs == [] and not wd.stopped
+    # A hint given *before* the call first failed again is not about this loop.
+    steps = [act(0, "search", "alpha"), obs(1, "No results"), act(2, "search", "beta"), obs(3, "Invalid action!")]
+    steps += loop_run(3, start=4)  # the hint came at step 3; the loop's first repeat is at step 7
+    patient = Policy(use_complexity=False, ladder=Ladder(cooldown=100, stop_streak=100, stop_futile=100,
+                                                         stop_invalid=100))
+    wd, ivs = run(patient, steps)  # the cooldown keeps the watchdog quiet after the hint
+    assert [s for s, _ in ivs] == [3] and not wd.stopped
+    # With the watchdog free to speak, the repeat at 7 gets the redirect, not a hint: the
+    # ladder is past the shortcut and its own stop grounds (out of reach here) apply.
+    wd, ivs = run(LANE, steps)
+    assert [(s, iv.tier) for s, iv in ivs[:2]] == [(3, "hint"), (7, "redirect")] and not wd.stopped
+
+
+def test_fast_lane_is_for_failures_only():
+    # A timeout may pass on a retry; valid data is not a failure. Neither is cut short.
+    for text in ("Command timed out", '{"line_id": "L1002", "status": "Active"}'):
+        wd, ivs = run(LANE, loop_run(6, text))
+        assert all(iv.evidence["threshold"]["name"] != "ladder.fast_futile" for _, iv in ivs), text
+    # Off, or without a stop tier: never.
+    off = Policy(use_complexity=False, ladder=Ladder(stop_streak=100, stop_futile=100, stop_invalid=100, fast_futile=0))
+    assert not run(off, loop_run(6))[0].stopped
+    assert not run(HINTS_ONLY_POLICY, loop_run(20))[0].stopped
+
+
+def test_fast_lane_resets_after_progress():
+    # A loop (hint at 3), then progress: the loop's count is cleared, so the same
+    # failing call afterwards is not cut short.
+    p = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100, stop_futile=100, stop_invalid=100))
+    steps = loop_run(2) + [act(4, "search", "other topic"), obs(5, "A fresh page about another topic at last.")]
+    steps += [act(6, "search", "same query"), obs(7, "Nothing happens.")]
+    wd, ivs = run(p, steps)
+    assert not wd.stopped and wd._dead_calls == {}
+    # It counts again from there: the repeat at 9 is the first futile repeat of the new episode.
+    steps += [act(8, "search", "same query"), obs(9, "Nothing happens.")]
+    wd, _ = run(p, steps)
+    assert not wd.stopped and list(wd._dead_calls.values()) == [(1, 9)]
+
+
 def test_stop_invalid_both_sides():
     # Different calls, each failing: unusable results in a row.
     p = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), stop_streak=100, stop_futile=100))
@@ -214,8 +314,8 @@ def test_stop_needs_the_ladder_first():
 
 
 def test_cooldown_both_sides():
-    p0 = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100))
-    p2 = Policy(use_complexity=False, ladder=Ladder(cooldown=COOLDOWN, stop_streak=100))
+    p0 = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100, fast_futile=0))
+    p2 = Policy(use_complexity=False, ladder=Ladder(cooldown=COOLDOWN, stop_streak=100, fast_futile=0))
     _, ivs0 = run(p0, loop_run(4))
     _, ivs2 = run(p2, loop_run(4))
     gaps2 = [b - a for (a, _), (b, _) in zip(ivs2, ivs2[1:], strict=False)]
@@ -251,7 +351,8 @@ def test_repetition_min_repeats_both_sides():
 
 
 def test_reset_after_both_sides():
-    p = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100, stop_futile=100, stop_invalid=100))
+    p = Policy(use_complexity=False,
+               ladder=Ladder(cooldown=0, stop_streak=100, stop_futile=100, stop_invalid=100, fast_futile=0))
     stuck = loop_run(4)
     wd, _ = run(p, stuck)
     assert wd.level >= 1
