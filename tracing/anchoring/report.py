@@ -55,6 +55,12 @@ from tracing.anchoring.evidence import (  # noqa: F401 -- thresholds re-exported
     Evidence,
     dates_in,
 )
+from tracing.anchoring.execution import (
+    claims_output,
+    code_checks,
+    plan_sentence,
+    reports_outcome,
+)
 from tracing.anchoring.phrases import (
     ABSENCE_RE,
     ACK_FAILURE_RE,
@@ -897,7 +903,8 @@ class _Pass:
         if step.kind == "action" and not is_reply(step):
             self._call(step, sal)
         statement = step.kind == "thought" or is_reply(step)
-        if statement and not code and (self._phantom_result(step, text) or self._invented_identifier(step, text)):
+        if statement and not code and (self._phantom_result(step, text) or self._invented_identifier(step, text)
+                                       or self._unrun_outcome(step, text)):
             self.results_since_statement, self.calls_since_statement = 0, set()
             self.told_since_statement = False
             self.turn_thoughts.append((step.index, text))
@@ -1089,7 +1096,8 @@ class _Pass:
         # A hedge does not make a success claim safe ("the function seems to
         # work" after a traceback): every asserting sentence is read for it.
         for sentence in _asserting_sentences(text):
-            if self._after_failure(step, sentence, last) or self._phantom(step, sentence):
+            if self._after_failure(step, sentence, last) or self._phantom(step, sentence) \
+                    or self._silent_output(step, sentence, last):
                 return
         # Whole sentences: "its status" in a clause refers to the order the
         # sentence named before it.
@@ -1446,6 +1454,42 @@ class _Pass:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return True
         return False
+
+    # -- code and shell runs (tracing.anchoring.execution) ------------------------
+    def _unrun_outcome(self, step: Step, text: str) -> bool:
+        """The previous statement said what comes next; this one reports how
+        the run went, and no call was made nor result came back between."""
+        if self.ran is None or self.results_since_statement or self.calls_since_statement \
+                or self.told_since_statement or not self.turn_thoughts:
+            return False
+        before, said = self.turn_thoughts[-1]
+        plan = plan_sentence(said)
+        claim = next((x for x in split_sentences(text) if reports_outcome(x)), None) if plan else None
+        if claim is None:
+            return False
+        self._break(step.index, "phantom_call", (
+            f"at step {before} the agent says what it does next ({_quote(plan or '', 80)}), but no call was made and "
+            f"no result came back since; the {_what(step)} at step {step.index} reports how it went: {_quote(claim, 100)}"
+        ), {"plan_step": before, "plan": (plan or "")[:200], "claim": claim[:200]})
+        return True
+
+    def _silent_output(self, step: Step, sentence: str, last: _Obs | None) -> bool:
+        """Right after a run that printed nothing, a claim of what it printed."""
+        if last is None or last.failed or not self.results_since_statement or last.action is None:
+            return False
+        reading = last.reading
+        if reading.form != "empty" and not (reading.status == "empty" and reading.data in ([], (), {}, "")):
+            return False
+        code = _args_text(last.action.args) or last.action.text or ""
+        asserts, prints = code_checks(code)
+        if not claims_output(sentence, asserts=asserts, prints=prints):
+            return False
+        shown = (last.step.text or "").strip() or "(no output)"
+        self._break(step.index, "unconfirmed_success", (
+            f"the run at step {last.action.index} gave no output (result at step {last.step.index}: "
+            f"{_quote(shown, 60)}); the {_what(step)} at step {step.index} says what it showed: {_quote(sentence, 100)}"
+        ), {"observation_step": last.step.index, "observation": _quote(shown, 120), "claim": sentence[:200]})
+        return True
 
     def _hold(self, call: _Call) -> None:
         text = _args_text(call.step.args) or call.step.text or ""
