@@ -6,7 +6,7 @@ Each rule is tested on both sides: the lapse breaks, the grounded neighbour does
 from __future__ import annotations
 
 from tracing.anchoring import anchor_report
-from tracing.anchoring.execution import claims_output, reports_outcome
+from tracing.anchoring.execution import claims_output, reports_outcome, schema_names
 from tracing.steps import Step
 
 SILENT = "[Executed Successfully with No Output]\nYou have 3 steps left and 2 chances to propose solution left."
@@ -144,3 +144,54 @@ def test_claims_output_by_what_the_code_did():
     assert not claims_output("The function works as expected.", asserts=True, prints=False)
     assert not claims_output("The function works as expected.", asserts=False, prints=False)
     assert not claims_output("It printed nothing.", asserts=False, prints=True)
+
+
+# --- names in a database or file system are read ------------------------------------------
+
+
+def _tables(listing: str, thought: str, then: tuple[str, str] | None = None) -> Run:
+    r = (Run().thought("I should find out what tables are available in this database.")
+         .run("sql", "SHOW TABLES").result("sql", listing).thought(thought))
+    if then:
+        r.run("sql", then[0]).result("sql", then[1])
+    return r
+
+
+TASK = "List the airport code and name in the city of Anthony."
+
+
+def test_a_table_only_the_listing_could_name_after_the_listing_came_back_empty():
+    rep = _tables("[]", "The airports table should have the airport code and name.").report(TASK)
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "unsupported_claim" and "airports" in rep.reason
+    failed = "Error executing query: You have an error in your SQL syntax; check the manual near 'TABLES'"
+    assert _tables(failed, "The `airports` table should have the codes.").report(TASK).first_break == 3
+
+
+def test_a_table_the_listing_showed_or_the_task_names_is_grounded():
+    listed = "[('airlines',), ('airports',), ('flights',)]"
+    assert _tables(listed, "The airports table should have the airport code and name.").report(TASK).first_break is None
+    named = "List the names of rows of the airports table in the city of Anthony."
+    assert _tables("[]", "The airports table should have the code and name.").report(named).first_break is None
+
+
+def test_a_plan_or_a_guess_tried_and_failed_is_exploration():
+    assert _tables("[]", "I should check if there is an airports table.").report(TASK).first_break is None
+    guess = _tables("[]", "The airports table should have the codes.",
+                    then=("DESC airports", "Error executing query: Table 'db.airports' doesn't exist"))
+    assert guess.report(TASK).first_break is None
+
+
+def test_schema_names_reads_named_tables_columns_and_files():
+    assert schema_names("The airports table has the codes.") == ["airports"]
+    assert schema_names("The `Template_Type_Code` column holds it.") == ["Template_Type_Code"]
+    assert schema_names("The flag.txt file contains the flag.") == ["flag.txt"]
+    assert schema_names("The available columns are id and name.") == []
+    assert schema_names("I should check if the singer table exists.") == []
+
+
+def test_a_plan_naming_an_unlisted_table_is_not_a_claim():
+    # A plan is not a claim, even one that takes the table as existing; its
+    # next call will show whether the table is there.
+    desc = ("DESC airports", "[('code', 'char(3)'), ('name', 'text'), ('city', 'text')]")
+    plan = "I should check if the airports table has the codes and names."
+    assert _tables("[]", plan, then=desc).report(TASK).first_break is None

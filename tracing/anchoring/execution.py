@@ -1,6 +1,6 @@
 """How code and shell agents lose grounding on their own runs.
 
-Two statements that hold of any agent that runs programs, shell commands or
+Three statements that hold of any agent that runs programs, shell commands or
 queries, whatever its harness:
 
 1. **An outcome needs a run.** Once the agent has said what it will do next
@@ -14,6 +14,12 @@ queries, whatever its harness:
    there. Code that only asserts passes silently, so "the tests pass" or "it
    returns the expected result" is grounded after it; "it printed ..." is
    not. Code that prints and printed nothing backs no claim of success at all.
+3. **Names in a database or a file system are read, not recalled.** A table,
+   column or file named as such in an assertion ("The airports table has the
+   codes") must appear, spelt as it is, in the task, the context, an
+   observation or the agent's own earlier commands: ``employee`` is not
+   ``employees``. A name the agent guesses and then tries, and the try fails,
+   is exploration, not a claim.
 
 Pure functions over text; ``tracing.anchoring.report`` holds the state.
 """
@@ -21,6 +27,7 @@ Pure functions over text; ``tracing.anchoring.report`` holds the state.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from tracing.anchoring.phrases import (
     CODE_SUCCESS_RE,
@@ -30,6 +37,7 @@ from tracing.anchoring.phrases import (
     NEGATED_RE,
     PLAN_RE,
 )
+from tracing.steps import Step, is_reply
 
 # "I get a list of earnings", "I got 3 rows": the agent reading out a result.
 GOT_RE = re.compile(
@@ -133,3 +141,57 @@ def claims_output(sentence: str, *, asserts: bool, prints: bool) -> bool:
         passed = CODE_SUCCESS_RE.search(head) or EXECUTED_RE.search(head) or _NO_ERROR_RE.search(head)
         return got or (shown and not passed) or _PRINTED_RE.search(head) is not None
     return got or shown or DATA_CLAIM_RE.search(head) is not None
+
+
+# A table, column or file named as such: "the `airports` table", "the
+# singer table", "column `Name`", "the flag.txt file".
+_SCHEMA_RE = re.compile(
+    r"\b(?i:the|a|an|this|that)\s+`?(?P<a>[a-z][a-z0-9_]*)`?\s+(?:table|column|field)s?\b"
+    r"|\b(?i:the|a|an|this|that)\s+`?(?P<f>[\w./-]*[A-Za-z0-9]\.[A-Za-z0-9]{1,5}|[\w.-]*/[\w./-]*)`?\s+"
+    r"(?:file|directory|folder)s?\b"
+    r"|\b(?:table|column|field|file|directory|folder)\s+`(?P<b>[^`\s]{2,80})`"
+    r"|`(?P<c>[^`\s]{2,80})`\s+(?:table|column|field|file|directory|folder)s?\b"
+)
+# Determiners and common words the first form may catch ("the same table").
+_NOT_NAMES = frozenset(
+    ["same", "following", "new", "given", "other", "first", "second", "last", "correct", "right", "wrong", "main", "whole", "entire", "original", "resulting", "result", "results", "output", "input", "current", "specified", "relevant", "appropriate", "corresponding", "required", "necessary", "desired", "target", "previous", "next", "final", "temporary", "empty", "existing", "only", "two", "three", "both", "each", "available", "above", "below", "such", "full", "specific", "particular", "single", "separate", "additional", "extra", "another", "different", "similar", "actual", "real", "proper", "sql", "mysql", "database"]
+)
+_WONDER_RE = re.compile(r"\b(?:if|whether)\b", re.IGNORECASE)
+
+
+def schema_names(sentence: str) -> list[str]:
+    """Table, column and file names an asserting sentence names as such (plans,
+    questions and "if / whether" sentences name none)."""
+    head = _plain(sentence)
+    if not head or head.endswith(("?", "？")) or PLAN_RE.match(head) or _WONDER_RE.search(head):
+        return []
+    out = []
+    for m in _SCHEMA_RE.finditer(head):
+        name = next(g for g in m.groups() if g).strip("`'\"/.,")
+        if name and name.lower() not in _NOT_NAMES and not name.isdigit() and name not in out:
+            out.append(name)
+    return out
+
+
+def name_seen(name: str, seen: str) -> bool:
+    """The name, spelt as it is (case aside), as a whole word of ``seen``."""
+    low = name.lower().strip("/")
+    return bool(low) and re.search(rf"(?<![\w]){re.escape(low)}(?![\w])", seen) is not None
+
+
+def next_try(steps: Sequence[Step], index: int) -> tuple[Step, Step] | None:
+    """The agent's next call after step ``index`` and its result, when no other
+    statement comes between."""
+    pos = next((p for p, s in enumerate(steps) if s.index == index), None)
+    if pos is None:
+        return None
+    call: Step | None = None
+    for step in steps[pos + 1:]:
+        if call is None:
+            if step.kind == "action" and not is_reply(step):
+                call = step
+            elif step.kind != "thought":
+                return None
+        elif step.kind == "observation":
+            return call, step
+    return None

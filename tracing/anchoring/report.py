@@ -58,8 +58,11 @@ from tracing.anchoring.evidence import (  # noqa: F401 -- thresholds re-exported
 from tracing.anchoring.execution import (
     claims_output,
     code_checks,
+    name_seen,
+    next_try,
     plan_sentence,
     reports_outcome,
+    schema_names,
 )
 from tracing.anchoring.phrases import (
     ABSENCE_RE,
@@ -722,6 +725,8 @@ class _Pass:
         # Whether any call was made at all (None: the agent has run nothing).
         self.ran: bool | None = None
         self.answers = _final_answers(steps)
+        self.steps = steps
+        self.acted_text = ""  # the agent's own commands, lower case: names it wrote are its own
         self.flags_seen: set[str] = {m.group(0).lower() for m in FLAG_RE.finditer(opening)}
         self.flag_text = opening.lower()
 
@@ -971,6 +976,8 @@ class _Pass:
         self.pending.append(call)
         # The agent's own arguments are evidence for what it says later.
         args_text = _args_text(step.args) or (step.text or "")
+        if len(self.acted_text) < 2_000_000:
+            self.acted_text += "\n" + args_text[:200_000].lower()
         self.evidence.add(sal, args_text)
 
     def _uses_other_answer(self, step: Step, text: str) -> bool:
@@ -1440,6 +1447,7 @@ class _Pass:
                 # "The conductor table has a Nationality field" after DESC
                 # listed its columns: a column is a name that was read.
                 missing += [c for c in _column_names(sentence) if not self._column_known(c) and c not in missing]
+                missing += self._unread_names(step, sentence, missing)
             if missing and plan and not self.seen_observation and self.unmade_lookup is None:
                 continue  # before it has looked at anything, a plan can only guess
             if missing and plan and self.unmade_lookup is not None and self._unmade_lookup_break(
@@ -1490,6 +1498,23 @@ class _Pass:
             f"{_quote(shown, 60)}); the {_what(step)} at step {step.index} says what it showed: {_quote(sentence, 100)}"
         ), {"observation_step": last.step.index, "observation": _quote(shown, 120), "claim": sentence[:200]})
         return True
+
+    def _unread_names(self, step: Step, sentence: str, missing: list[str]) -> list[str]:
+        """Table, column and file names the sentence asserts about that no
+        evidence spells (a guess the next call tries, and fails, is exploration)."""
+        names = [n for n in schema_names(sentence) if n not in missing and not self._name_known(n)]
+        if names:
+            tried = next_try(self.steps, step.index)
+            if tried is not None and is_failure(tried[1], tried[0].args if tried[0].args is not None else tried[0].text):
+                call = (_args_text(tried[0].args) or tried[0].text or "").lower()
+                names = [n for n in names if not name_seen(n, call)]
+        return names
+
+    def _name_known(self, name: str) -> bool:
+        low = name.lower()
+        if low in self.evidence.words or self.evidence.id_supported(low):
+            return True
+        return name_seen(low, self.flag_text) or name_seen(low, self.acted_text)
 
     def _hold(self, call: _Call) -> None:
         text = _args_text(call.step.args) or call.step.text or ""
