@@ -55,6 +55,15 @@ from tracing.anchoring.evidence import (  # noqa: F401 -- thresholds re-exported
     Evidence,
     dates_in,
 )
+from tracing.anchoring.execution import (
+    claims_output,
+    code_checks,
+    name_seen,
+    next_try,
+    plan_sentence,
+    reports_outcome,
+    schema_names,
+)
 from tracing.anchoring.phrases import (
     ABSENCE_RE,
     ACK_FAILURE_RE,
@@ -716,6 +725,8 @@ class _Pass:
         # Whether any call was made at all (None: the agent has run nothing).
         self.ran: bool | None = None
         self.answers = _final_answers(steps)
+        self.steps = steps
+        self.acted_text = ""  # the agent's own commands, lower case: names it wrote are its own
         self.flags_seen: set[str] = {m.group(0).lower() for m in FLAG_RE.finditer(opening)}
         self.flag_text = opening.lower()
 
@@ -897,7 +908,8 @@ class _Pass:
         if step.kind == "action" and not is_reply(step):
             self._call(step, sal)
         statement = step.kind == "thought" or is_reply(step)
-        if statement and not code and (self._phantom_result(step, text) or self._invented_identifier(step, text)):
+        if statement and not code and (self._phantom_result(step, text) or self._invented_identifier(step, text)
+                                       or self._unrun_outcome(step, text)):
             self.results_since_statement, self.calls_since_statement = 0, set()
             self.told_since_statement = False
             self.turn_thoughts.append((step.index, text))
@@ -964,6 +976,8 @@ class _Pass:
         self.pending.append(call)
         # The agent's own arguments are evidence for what it says later.
         args_text = _args_text(step.args) or (step.text or "")
+        if len(self.acted_text) < 2_000_000:
+            self.acted_text += "\n" + args_text[:200_000].lower()
         self.evidence.add(sal, args_text)
 
     def _uses_other_answer(self, step: Step, text: str) -> bool:
@@ -1089,7 +1103,8 @@ class _Pass:
         # A hedge does not make a success claim safe ("the function seems to
         # work" after a traceback): every asserting sentence is read for it.
         for sentence in _asserting_sentences(text):
-            if self._after_failure(step, sentence, last) or self._phantom(step, sentence):
+            if self._after_failure(step, sentence, last) or self._phantom(step, sentence) \
+                    or self._silent_output(step, sentence, last):
                 return
         # Whole sentences: "its status" in a clause refers to the order the
         # sentence named before it.
@@ -1432,6 +1447,7 @@ class _Pass:
                 # "The conductor table has a Nationality field" after DESC
                 # listed its columns: a column is a name that was read.
                 missing += [c for c in _column_names(sentence) if not self._column_known(c) and c not in missing]
+                missing += self._unread_names(step, sentence, missing)
             if missing and plan and not self.seen_observation and self.unmade_lookup is None:
                 continue  # before it has looked at anything, a plan can only guess
             if missing and plan and self.unmade_lookup is not None and self._unmade_lookup_break(
@@ -1446,6 +1462,59 @@ class _Pass:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return True
         return False
+
+    # -- code and shell runs (tracing.anchoring.execution) ------------------------
+    def _unrun_outcome(self, step: Step, text: str) -> bool:
+        """The previous statement said what comes next; this one reports how
+        the run went, and no call was made nor result came back between."""
+        if self.ran is None or self.results_since_statement or self.calls_since_statement \
+                or self.told_since_statement or not self.turn_thoughts:
+            return False
+        before, said = self.turn_thoughts[-1]
+        plan = plan_sentence(said)
+        claim = next((x for x in split_sentences(text) if reports_outcome(x)), None) if plan else None
+        if claim is None:
+            return False
+        self._break(step.index, "phantom_call", (
+            f"at step {before} the agent says what it does next ({_quote(plan or '', 80)}), but no call was made and "
+            f"no result came back since; the {_what(step)} at step {step.index} reports how it went: {_quote(claim, 100)}"
+        ), {"plan_step": before, "plan": (plan or "")[:200], "claim": claim[:200]})
+        return True
+
+    def _silent_output(self, step: Step, sentence: str, last: _Obs | None) -> bool:
+        """Right after a run that printed nothing, a claim of what it printed."""
+        if last is None or last.failed or not self.results_since_statement or last.action is None:
+            return False
+        reading = last.reading
+        if reading.form != "empty" and not (reading.status == "empty" and reading.data in ([], (), {}, "")):
+            return False
+        code = _args_text(last.action.args) or last.action.text or ""
+        asserts, prints = code_checks(code)
+        if not claims_output(sentence, asserts=asserts, prints=prints):
+            return False
+        shown = (last.step.text or "").strip() or "(no output)"
+        self._break(step.index, "unconfirmed_success", (
+            f"the run at step {last.action.index} gave no output (result at step {last.step.index}: "
+            f"{_quote(shown, 60)}); the {_what(step)} at step {step.index} says what it showed: {_quote(sentence, 100)}"
+        ), {"observation_step": last.step.index, "observation": _quote(shown, 120), "claim": sentence[:200]})
+        return True
+
+    def _unread_names(self, step: Step, sentence: str, missing: list[str]) -> list[str]:
+        """Table, column and file names the sentence asserts about that no
+        evidence spells (a guess the next call tries, and fails, is exploration)."""
+        names = [n for n in schema_names(sentence) if n not in missing and not self._name_known(n)]
+        if names:
+            tried = next_try(self.steps, step.index)
+            if tried is not None and is_failure(tried[1], tried[0].args if tried[0].args is not None else tried[0].text):
+                call = (_args_text(tried[0].args) or tried[0].text or "").lower()
+                names = [n for n in names if not name_seen(n, call)]
+        return names
+
+    def _name_known(self, name: str) -> bool:
+        low = name.lower()
+        if low in self.evidence.words or self.evidence.id_supported(low):
+            return True
+        return name_seen(low, self.flag_text) or name_seen(low, self.acted_text)
 
     def _hold(self, call: _Call) -> None:
         text = _args_text(call.step.args) or call.step.text or ""
