@@ -652,3 +652,45 @@ def test_breaks_on_succeeded_runs_of_the_new_sources_stay_rare(source):
     flagged = sum(anchor_report(t.steps, task=t.goal, context=t.context).first_break is not None for t in ok)
     # bench/anchoring_eval.py reports the exact figures; this pins the order.
     assert flagged / len(ok) <= 0.08
+
+
+def test_a_reply_that_passes_over_a_failed_call_ignores_it():
+    def run(error: str, reply: str) -> Run:
+        return (
+            Run().user("My mobile data is slow.")
+            .call("get_details_by_id", {"id": "P1010"}).result("get_details_by_id", error)
+            .reply(reply)
+        )
+
+    carry_on = "Let's start by checking your phone's network status. Please run the diagnostic and share the output."
+    rep = run("Error: Plan with ID P1010 not found", carry_on).report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "ignored_observation" and "step 1" in rep.reason
+    # Said plainly, or answering what the error says, it is fine.
+    assert run("Error: Plan with ID P1010 not found", "I couldn't find your plan; could you check the ID?") \
+        .report().first_break is None
+    assert run("Error: Payment method should be the original payment method",
+               "The refund must go to the original payment method. Shall I proceed?").report() \
+        .first_break is None
+
+
+def test_a_failed_call_worked_around_before_the_reply_is_not_passed_over():
+    run = (
+        Run().user("I'm Daiki Sanchez, email daiki@example.com.")
+        .call("find_user_id_by_email", {"email": "daiki@example.com"}).result("find_user_id_by_email",
+                                                                               "Error: User not found")
+        .call("find_user_id_by_name_zip", {"first_name": "Daiki", "last_name": "Sanchez"})
+        .result("find_user_id_by_name_zip", "daiki_sanchez_3253")
+        .reply("Thank you, Daiki Sanchez. Could you please provide the order ID?")
+    )
+    assert run.report().first_break is None
+
+
+def test_one_of_parallel_attempts_at_one_lookup_failing_is_not_passed_over():
+    run = (
+        Run().user("My emails are silva@example.com and amelia@example.com.")
+        .call("find_user_id_by_email", {"email": "silva@example.com"})
+        .call("find_user_id_by_email", {"email": "amelia@example.com"})
+        .result("find_user_id_by_email", "Error: User not found").result("find_user_id_by_email", "amelia_7726")
+        .reply("I found an account under amelia@example.com. Could you please confirm your ZIP code?")
+    )
+    assert run.report().first_break is None

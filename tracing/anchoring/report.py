@@ -497,6 +497,21 @@ def _asked_ids(args: Any) -> list[str]:
             and isinstance(v, (str, int)) and not isinstance(v, bool) and len(str(v).strip()) >= 4]
 
 
+# Words of an error message that say nothing of its content.
+_ERROR_FILLER = frozenset(["error", "found", "failed", "failure", "invalid", "exception", "code", "message"])
+# "I'm sorry, …", "Unfortunately, …", "It looks like …": a reply that breaks bad news.
+APOLOGY_RE = re.compile(r"\b(?:sorry|unfortunately|apologi[sz]e|it (?:looks|seems) like|appears)\b", re.IGNORECASE)
+
+
+def _error_words(call: Step, error: str) -> set[str]:
+    """What an error message says beyond the call it answers: "Error: Order
+    not found" after get_order_details says nothing more; "Payment method
+    should be the original payment method" does."""
+    asked = set(tokens(f"{call.tool or ''} {_args_text(call.args)}".replace("_", " ")))
+    return {w for w in tokens(error[:500]) if len(w) >= 3 and not w.isdigit() and w not in EN_STOP_WORDS
+            and w not in FILLER_WORDS and w not in _ERROR_FILLER and w not in asked}
+
+
 def _sentence_words(sentence: str) -> set[str]:
     words = re.findall(r"[\w][\w.-]*[\w]|\w", sentence.lower())
     return set(words) | {" ".join(p) for p in zip(words, words[1:], strict=False)}
@@ -709,6 +724,9 @@ class _Pass:
         # Ids whose lookup came back failed or empty since the last statement:
         # id -> (call step, result step).
         self.unanswered: dict[str, tuple[int, int]] = {}
+        # Function calls that failed since the agent last spoke and were not
+        # made again with success: (call, result).
+        self.failed_calls: list[tuple[Step, Step]] = []
         # Buttons and links the pages showed ("[Buy Now]", "[B08SL7LRRQ]").
         self.ui_labels: set[str] = set()
         self.told_since_statement = False
@@ -762,6 +780,7 @@ class _Pass:
                 if _FIRST_PERSON_RE.search(sentence):
                     self.user_done.update(verb_stem(w) for w in _PAST_VERB_RE.findall(sentence))
             self.any_user_turn = True
+            self.failed_calls = []  # the reply answers the new request
             self.calls_since_user = 0
             self.writes_since_user = 0
             # A new request: pending replies are answered by this turn.
@@ -797,6 +816,8 @@ class _Pass:
         if call is not None and (failed or reading.status == "empty"):
             for ident in _asked_ids(call.step.args):
                 self.unanswered[ident] = (call.step.index, step.index)
+        if call is not None and isinstance(call.step.args, dict):
+            self._note_failed_call(call, step, failed)
         if call is not None:
             call.obs, call.obs_units, call.failed = step, sal.units, failed
             if reading.rejected and call in self.submissions:
@@ -1081,6 +1102,7 @@ class _Pass:
     def _statement(self, step: Step, text: str) -> None:
         """A thought or a reply: success, completion, records, then plain claims."""
         unanswered, self.unanswered = self.unanswered, {}
+        failed_calls, self.failed_calls = self.failed_calls, []
         if self._uses_other_answer(step, text) or self._details_of_unanswered(step, text, unanswered) \
                 or self._columns_unread(step, text):
             return
@@ -1127,6 +1149,40 @@ class _Pass:
             if missing:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return
+        self._error_passed_over(step, text, failed_calls)
+
+    def _note_failed_call(self, call: _Call, result: Step, failed: bool) -> None:
+        """Keep a failed function call until the agent speaks. A call that
+        works settles it when made after the error came back (a retry, or
+        another way to the same answer), or when it is the same tool asked in
+        parallel (two emails tried at once: the reply needs only the answer).
+        Another tool's call sent with it in parallel does not."""
+        if failed:
+            self.failed_calls.append((call.step, result))
+        else:
+            self.failed_calls = [(c, r) for c, r in self.failed_calls
+                                 if r.index > call.step.index and c.tool != call.step.tool]
+
+    def _error_passed_over(self, step: Step, text: str, failed_calls: list[tuple[Step, Step]]) -> bool:
+        """A function call failed ("Error: Plan with ID P1010 not found") and
+        the reply to the user that follows neither says so nor takes up what
+        the error said ("the refund must go to the original payment method"):
+        it goes on as if the call had worked."""
+        if not failed_calls or not is_reply(step) or NEGATED_RE.search(text) or ACK_FAILURE_RE.search(text) \
+                or APOLOGY_RE.search(text):
+            return False
+        said = set(tokens(text))
+        for call, result in failed_calls:
+            if _error_words(call, result.text or "") & said:
+                continue  # it answers the error's content
+            self._break(step.index, "ignored_observation", (
+                f"the call at step {call.index} failed ({_quote(result.text or '', 80)}, step {result.index}); "
+                f"the {_what(step)} at step {step.index} neither says so nor takes it up, and goes on as if it "
+                f"had worked"
+            ), {"call_step": call.index, "observation_step": result.index,
+                "observation": _quote(result.text or "", 120)})
+            return True
+        return False
 
     def _after_failure(self, step: Step, sentence: str, last: _Obs | None) -> bool:
         plain = DENIED_FAILURE_RE.sub("", sentence)
