@@ -694,3 +694,34 @@ def test_one_of_parallel_attempts_at_one_lookup_failing_is_not_passed_over():
         .reply("I found an account under amelia@example.com. Could you please confirm your ZIP code?")
     )
     assert run.report().first_break is None
+
+
+def test_a_reply_that_addresses_the_user_by_a_name_no_one_gave_has_lost_track():
+    user = {"user_id": "mei_kovacs_8020", "name": {"first_name": "Mei", "last_name": "Kovacs"}, "orders": ["#W1"]}
+
+    def run(reply: str) -> Run:
+        return (
+            Run().user("Hi, I want to return an office chair. My email is mei@example.com.")
+            .call("get_user_details", {"user_id": "mei_kovacs_8020"}).result("get_user_details", user)
+            .reply(reply)
+        )
+
+    rep = run("Thank you, Processed. I have located your account.").report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "unsupported_claim" and "Processed" in rep.reason
+    assert run("Thank you, Mei. I have located your account.").report().first_break is None
+    assert run("Thank you for your patience, Mei Kovacs!").report().first_break is None
+    assert run("Thank you, and have a great day!").report().first_break is None
+
+
+def test_the_users_email_or_id_gives_the_name_the_agent_uses():
+    run = (
+        Run().user("Yeah, it's mia.garcia2723@example.com.")
+        .call("find_user_id_by_email", {"email": "mia.garcia2723@example.com"})
+        .result("find_user_id_by_email", "mia_garcia_4516")
+        .call("get_user_details", {"user_id": "mia_garcia_4516"})
+        .result("get_user_details", {"user_id": "mia_garcia_4516", "name": {"first_name": "Mia"}})
+        .reply("Thanks, Mia! I've located your account.")
+    )
+    assert run.report().first_break is None
+    run.steps = run.steps[:3]
+    assert run.reply("Thanks, Mia! I've located your account.").report().first_break is None

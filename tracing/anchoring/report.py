@@ -497,6 +497,43 @@ def _asked_ids(args: Any) -> list[str]:
             and isinstance(v, (str, int)) and not isinstance(v, bool) and len(str(v).strip()) >= 4]
 
 
+# The user addressed by name: "Thank you, Mei.", "You're very welcome, Lei!",
+# "Thanks for your patience, Ivan Johnson."; "under the name Noah Ito".
+ADDRESS_RE = re.compile(
+    r"^(?i:thank you|thanks|hi|hello|hey|dear|welcome|you(?:'re| are) (?:very |most )?welcome|"
+    r"good (?:morning|afternoon|evening)|goodbye|bye)\b[^.!?]{0,60}?,\s*"
+    r"(?P<name>(?:[A-Z][a-z]+\.?\s+)?[A-Z][a-z]+)\s*[.!?,]"
+    r"|\b(?i:under|with) the name\s+(?P<named>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\b"
+)
+_HONORIFICS = frozenset(["mr", "mr.", "mrs", "mrs.", "ms", "ms.", "dr", "dr.", "miss", "sir", "madam"])
+_CAPITALISED_RE = re.compile(r"\b[A-Z][a-z]+\b")
+# Emails and ids made of words ("mia.garcia2723@example.com", "mia_garcia_4516").
+_HANDLE_RE = re.compile(r"[\w.+-]+@[\w-]+|\b[a-z]+(?:_[a-z]+)+_?\d*\b", re.IGNORECASE)
+MAX_HANDLE_SCAN = 4000  # characters of a turn or result read for handles
+# Keys that hold a person's name in a record.
+_PERSON_KEY_RE = re.compile(r"^(?:first|last|full|given|family|middle|display|customer|contact|person)_?name$",
+                            re.IGNORECASE)
+MAX_NAME_SCAN = 400  # leaves visited per result for person names
+
+
+def _person_names(data: Any) -> set[str]:
+    """Words of the values of person-name keys ("first_name": "Mei") in a parsed result."""
+    out: set[str] = set()
+    stack, seen = [data], 0
+    while stack and seen < MAX_NAME_SCAN:
+        obj = stack.pop()
+        seen += 1
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                if isinstance(value, str) and isinstance(key, str) and _PERSON_KEY_RE.match(key):
+                    out.update(w.lower() for w in value.split())
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+        elif isinstance(obj, list):
+            stack.extend(obj[:50])
+    return out
+
+
 # Words of an error message that say nothing of its content.
 _ERROR_FILLER = frozenset(["error", "found", "failed", "failure", "invalid", "exception", "code", "message"])
 # "I'm sorry, …", "Unfortunately, …", "It looks like …": a reply that breaks bad news.
@@ -727,6 +764,9 @@ class _Pass:
         # Function calls that failed since the agent last spoke and were not
         # made again with success: (call, result).
         self.failed_calls: list[tuple[Step, Step]] = []
+        # Whom the agent talks to: names the user gave and person names in
+        # records ("first_name": "Mei"), lower case -> step first seen.
+        self.person_names: dict[str, int] = {}
         # Buttons and links the pages showed ("[Buy Now]", "[B08SL7LRRQ]").
         self.ui_labels: set[str] = set()
         self.told_since_statement = False
@@ -780,6 +820,9 @@ class _Pass:
                 if _FIRST_PERSON_RE.search(sentence):
                     self.user_done.update(verb_stem(w) for w in _PAST_VERB_RE.findall(sentence))
             self.any_user_turn = True
+            for word in _CAPITALISED_RE.findall(text[:4000]):
+                self.person_names.setdefault(word.lower(), step.index)
+            self._note_handle_names(text, step.index)
             self.failed_calls = []  # the reply answers the new request
             self.calls_since_user = 0
             self.writes_since_user = 0
@@ -808,11 +851,14 @@ class _Pass:
         self._check_requery(step, sal)
         if reading.data is not None and reading.data is not ...:
             self.records.add(reading.data, step.index)
+            for name in _person_names(reading.data):
+                self.person_names.setdefault(name, step.index)
             self.evidence.add_data(reading.data)
             if call is not None and not failed:
                 other = _answers_other(call.step.args, reading.data)
                 if other is not None:
                     self.answered_other = (step.index, call.step.index, *other)
+        self._note_handle_names(text, step.index)
         if call is not None and (failed or reading.status == "empty"):
             for ident in _asked_ids(call.step.args):
                 self.unanswered[ident] = (call.step.index, step.index)
@@ -1104,7 +1150,7 @@ class _Pass:
         unanswered, self.unanswered = self.unanswered, {}
         failed_calls, self.failed_calls = self.failed_calls, []
         if self._uses_other_answer(step, text) or self._details_of_unanswered(step, text, unanswered) \
-                or self._columns_unread(step, text):
+                or self._columns_unread(step, text) or self._misnamed_user(step, text):
             return
         claims = _claim_sentences(text)
         last = self.last
@@ -1150,6 +1196,34 @@ class _Pass:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return
         self._error_passed_over(step, text, failed_calls)
+
+    def _note_handle_names(self, text: str, index: int) -> None:
+        """An email or a user id names its owner too ("mia.garcia2723@…",
+        "mia_garcia_4516"): its letters are names the agent may use."""
+        for handle in _HANDLE_RE.findall(text[:MAX_HANDLE_SCAN]):
+            for word in re.findall(r"[a-z]{2,}", handle.lower()):
+                self.person_names.setdefault(word, index)
+
+    def _misnamed_user(self, step: Step, text: str) -> bool:
+        """"Thank you, Processed." when the user is Mei: a reply that addresses
+        the user by a name neither the user nor any record gave has lost track
+        of whom it talks to (judged only once some person's name is known)."""
+        if not is_reply(step) or not self.person_names:
+            return False
+        for sentence in split_sentences(text[:2000]):
+            m = ADDRESS_RE.search(sentence)
+            if m is None:
+                continue
+            said = m.group("name") or m.group("named")
+            words = [w for w in said.split() if w.lower() not in _HONORIFICS]
+            unknown = [w for w in words if w.lower() not in self.person_names]
+            if words and unknown:
+                self._break(step.index, "unsupported_claim", (
+                    f"the {_what(step)} at step {step.index} addresses the user as {_quote(said, 40)}, "
+                    f"a name neither the user nor any result gave: {_quote(sentence, 100)}"
+                ), {"claim": sentence[:200], "missing": unknown[:5]})
+                return True
+        return False
 
     def _note_failed_call(self, call: _Call, result: Step, failed: bool) -> None:
         """Keep a failed function call until the agent speaks. A call that
