@@ -706,7 +706,9 @@ def test_a_reply_that_addresses_the_user_by_a_name_no_one_gave_has_lost_track():
             .reply(reply)
         )
 
-    rep = run("Thank you, Processed. I have located your account.").report()
+    # The word is in the evidence (the policy says it): only its place makes it a name.
+    policy = {"system": "Processed returns are refunded within 5 days."}
+    rep = run("Thank you, Processed. I have located your account.").report(context=policy)
     assert rep.first_break == 3 and rep.evidence["pattern"] == "unsupported_claim" and "Processed" in rep.reason
     assert run("Thank you, Mei. I have located your account.").report().first_break is None
     assert run("Thank you for your patience, Mei Kovacs!").report().first_break is None
