@@ -727,3 +727,22 @@ def test_the_users_email_or_id_gives_the_name_the_agent_uses():
     assert run.report().first_break is None
     run.steps = run.steps[:3]
     assert run.reply("Thanks, Mia! I've located your account.").report().first_break is None
+
+
+def test_an_action_named_after_a_tool_of_the_run_reported_done_with_no_call_is_a_phantom_call():
+    tools = [{"type": "function", "function": {"name": "refuel_data", "parameters": {}}},
+             {"type": "function", "function": {"name": "get_details_by_id", "parameters": {}}}]
+    line = {"line_id": "L1002", "data_used_gb": 15.1, "data_limit_gb": 15.0}
+
+    def run(refuel: bool) -> Run:
+        r = (
+            Run().user("Yes, please add 2 GB of data.")
+            .call("get_details_by_id", {"id": "L1002"}).result("get_details_by_id", line)
+        )
+        if refuel:
+            r.call("refuel_data", {"line_id": "L1002", "gb_amount": 2}).result("refuel_data", line)
+        return r.reply("Your line has been refueled with 2 GB of data. Please reboot your device.")
+
+    rep = run(refuel=False).report(context={"tools": tools})
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "phantom_call" and "refuel_data" in rep.reason
+    assert run(refuel=True).report(context={"tools": tools}).first_break is None

@@ -534,6 +534,24 @@ def _person_names(data: Any) -> set[str]:
     return out
 
 
+# The auxiliaries of COMPLETION_RE before any past participle; the verb must
+# name a tool of the run (see _Pass._completion).
+ANY_COMPLETION_RE = re.compile(
+    r"\b(?:i(?:'ve| have)?(?: just| now| successfully| already)?|we(?:'ve| have)|"
+    r"(?:has|have)(?: now| successfully| already)? been(?: successfully)?|(?:was|were)(?: successfully)?|"
+    r"(?:is|are) now)\s+(?P<verb>[a-z]{3,}ed)\b",
+    re.IGNORECASE,
+)
+# A tool's verb shorter than this says too little to match ("set", "get").
+MIN_TOOL_VERB = 4
+
+
+def _tool_verb(tool: str) -> str:
+    """The verb a tool is named after, as verb_stem gives it: "refuel_data" -> "refuel"."""
+    first = re.split(r"[_\s.-]+", tool.strip().lower())[0]
+    return verb_stem(first + "ed") if not first.endswith("e") else first[:-1]
+
+
 # Words of an error message that say nothing of its content.
 _ERROR_FILLER = frozenset(["error", "found", "failed", "failure", "invalid", "exception", "code", "message"])
 # "I'm sorry, …", "Unfortunately, …", "It looks like …": a reply that breaks bad news.
@@ -858,7 +876,8 @@ class _Pass:
                 other = _answers_other(call.step.args, reading.data)
                 if other is not None:
                     self.answered_other = (step.index, call.step.index, *other)
-        self._note_handle_names(text, step.index)
+        if call is not None and isinstance(call.step.args, dict):
+            self._note_handle_names(text, step.index)  # dialogues with function calls: whom the agent talks to
         if call is not None and (failed or reading.status == "empty"):
             for ident in _asked_ids(call.step.args):
                 self.unanswered[ident] = (call.step.index, step.index)
@@ -1200,7 +1219,10 @@ class _Pass:
     def _note_handle_names(self, text: str, index: int) -> None:
         """An email or a user id names its owner too ("mia.garcia2723@…",
         "mia_garcia_4516"): its letters are names the agent may use."""
-        for handle in _HANDLE_RE.findall(text[:MAX_HANDLE_SCAN]):
+        head = text[:MAX_HANDLE_SCAN]
+        if "_" not in head and "@" not in head:
+            return
+        for handle in _HANDLE_RE.findall(head):
             for word in re.findall(r"[a-z]{2,}", handle.lower()):
                 self.person_names.setdefault(word, index)
 
@@ -1267,7 +1289,7 @@ class _Pass:
         success = SUCCESS_RE.search(sentence) or CODE_SUCCESS_RE.search(sentence) or (
             # "Your payment method has been changed" right after the change
             # failed; "I have verified your account" right after the lookup did.
-            (LOOKED_UP_RE.search(sentence) or COMPLETION_RE.search(sentence)) if last.failed else None
+            (LOOKED_UP_RE.search(sentence) or self._completion(sentence)) if last.failed else None
         )
         if success and self._found_nothing(last):
             # After a query that found nothing, only a claim of having found
@@ -1415,9 +1437,23 @@ class _Pass:
                  if len(w) >= 3 and not w.isdigit() and w not in FILLER_WORDS}
         return bool(asked & set(tokens(sentence)))
 
+    def _completion(self, sentence: str) -> re.Match[str] | None:
+        """An action reported as done: a verb of the common list ("has been
+        cancelled"), or the verb a tool of this run is named after ("Your line
+        has been refueled" when the run has refuel_data): the run's own tools
+        say which actions there are."""
+        m = COMPLETION_RE.search(sentence)
+        if m is not None or not self.catalogue:
+            return m
+        for m in ANY_COMPLETION_RE.finditer(sentence):
+            stem = verb_stem(m.group("verb"))
+            if len(stem) >= MIN_TOOL_VERB and any(_tool_verb(t) == stem for t in self.catalogue):
+                return m
+        return None
+
     def _phantom(self, step: Step, sentence: str) -> bool:
         """An action reported as done that no call did."""
-        m = COMPLETION_RE.search(sentence)
+        m = self._completion(sentence)
         if m is None or NEGATED_RE.search(sentence) or not self.any_user_turn and not self.catalogue:
             return False
         stem = verb_stem(m.group("verb"))
