@@ -746,3 +746,18 @@ def test_an_action_named_after_a_tool_of_the_run_reported_done_with_no_call_is_a
     rep = run(refuel=False).report(context={"tools": tools})
     assert rep.first_break == 3 and rep.evidence["pattern"] == "phantom_call" and "refuel_data" in rep.reason
     assert run(refuel=True).report(context={"tools": tools}).first_break is None
+
+
+def test_a_description_two_variants_fit_equally_but_for_a_crossed_field_is_a_wrong_record():
+    lamps = {"name": "Desk Lamp", "product_id": "6817146515", "variants": {
+        "111": {"item_id": "111", "options": {"color": "black", "brightness": "high", "power source": "AC adapter"},
+                "available": True, "price": 154.17},
+        "222": {"item_id": "222", "options": {"color": "black", "brightness": "medium", "power source": "AC adapter"},
+                "available": True, "price": 161.23}}}
+    run = Run().call("get_product_details", {"product_id": "6817146515"}).result("get_product_details", lamps)
+    # $154.17 is 111's, medium brightness is 222's: neither lamp is described.
+    rep = run.reply("Here is the option:\n- Black, medium brightness, AC adapter (available, $154.17)").report()
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record" and "medium" in rep.reason
+    ok = Run().call("get_product_details", {"product_id": "6817146515"}).result("get_product_details", lamps)
+    assert ok.reply("Here is the option:\n- Black, high brightness, AC adapter (available, $154.17)").report() \
+        .first_break is None

@@ -204,6 +204,9 @@ def _negated_value(value: str, sentence: str) -> bool:
 
 # Items of a list written on one line ("• Current item: … • New item: …").
 _BULLET_RE = re.compile(r"\s[•·▪]\s|\s-\s(?=[A-Z])")
+# Two clauses joined by ", and" describe two things ("the robotic vacuum was
+# $652.61, and the canister one is $642.72").
+_CLAUSE_AND_RE = re.compile(r",\s+and\s+(?=the\b|a\b|an\b|its\b|your\b)", re.IGNORECASE)
 
 
 def _change_target(sentence: str) -> str | None:
@@ -352,7 +355,7 @@ class RecordIndex:
         target = _change_target(sentence)
         if target is None:
             return None
-        for item in _BULLET_RE.split(target):
+        for item in (part for bullet in _BULLET_RE.split(target) for part in _CLAUSE_AND_RE.split(bullet)):
             slip = self._mixed_item(item)
             if slip:
                 return slip
@@ -374,7 +377,12 @@ class RecordIndex:
         for kind, found in sorted(by_kind.items()):
             found.sort(key=lambda item: -len(item[1]))
             ident, vals = found[0]
-            if len(vals) < MIN_MIXED_VALUES or (len(found) > 1 and len(found[1][1]) == len(vals)):
+            if len(vals) < MIN_MIXED_VALUES:
+                continue
+            if len(found) > 1 and len(found[1][1]) == len(vals):
+                slip = self._crossed_pair(kind, found[0], found[1], terms)
+                if slip:
+                    return slip
                 continue
             rec = self.latest[(kind, ident)]
             own = rec.values() | {ident}
@@ -392,6 +400,35 @@ class RecordIndex:
                         return {"slip": "wrong_record", "record": rec.ident, "field": name, "said": value,
                                 "belongs_to": other.ident, "own": sorted(mine)[0], "step": rec.step}
         return None
+
+    def _foreign_field(self, rec: Record, other: Record, vals: set[str], terms: set[str]) -> str | None:
+        """The one field where the text gives ``rec``'s value and ``other`` has
+        another value, not in the text; None unless exactly one value of
+        ``vals`` is foreign to ``other`` and sits in such a field."""
+        foreign = vals - other.values() - {rec.ident}
+        if len(foreign) != 1:
+            return None
+        value = next(iter(foreign))
+        for name, mine in rec.fields.items():
+            theirs = other.field_values(name)
+            if value in mine and theirs and not (theirs & terms):
+                return name
+        return None
+
+    def _crossed_pair(self, kind: str, first: tuple[str, set[str]], second: tuple[str, set[str]],
+                      terms: set[str]) -> dict[str, Any] | None:
+        """Two records fit a description equally, each but for one field where
+        the text gives the other's value ("Black, medium brightness, AC
+        adapter, $154.17": the $154.17 lamp is high brightness, the medium one
+        costs another price): no record is described, two are mixed."""
+        a, b = self.latest[(kind, first[0])], self.latest[(kind, second[0])]
+        a_field = self._foreign_field(a, b, first[1], terms)
+        b_field = self._foreign_field(b, a, second[1], terms)
+        if a_field is None or b_field is None or a_field == b_field:
+            return None
+        said = next(iter(second[1] - a.values() - {b.ident}))
+        return {"slip": "wrong_record", "record": a.ident, "field": b_field, "said": said, "belongs_to": b.ident,
+                "own": sorted(a.field_values(b_field) or {""})[0], "step": a.step}
 
     def _wrong_record(self, sentence: str, mentioned: list[Record]) -> dict[str, Any] | None:
         target = _change_target(sentence)
