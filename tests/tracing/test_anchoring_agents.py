@@ -761,3 +761,22 @@ def test_a_description_two_variants_fit_equally_but_for_a_crossed_field_is_a_wro
     ok = Run().call("get_product_details", {"product_id": "6817146515"}).result("get_product_details", lamps)
     assert ok.reply("Here is the option:\n- Black, high brightness, AC adapter (available, $154.17)").report() \
         .first_break is None
+
+
+def test_a_parenthesis_next_to_an_id_describes_that_record_on_either_side_of_an_exchange():
+    puzzles = {"name": "Jigsaw Puzzle", "product_id": "1808611083", "variants": {
+        "9779102705": {"item_id": "9779102705", "options": {"pieces": "1000", "difficulty level": "intermediate"},
+                       "available": True, "price": 54.11},
+        "1096508426": {"item_id": "1096508426", "options": {"pieces": "500", "difficulty level": "beginner"},
+                       "available": True, "price": 46.13},
+        "5645314103": {"item_id": "5645314103", "options": {"pieces": "2000", "difficulty level": "expert"},
+                       "available": False, "price": 328.25}}}
+    run = Run().call("get_product_details", {"product_id": "1808611083"}).result("get_product_details", puzzles)
+    steps = list(run.steps)
+    rep = run.reply("You're swapping out item 9779102705 (1000-piece, intermediate, $328.25) for item "
+                    "1096508426.").report()
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record" and "328.25" in rep.reason
+    ok = Run()
+    ok.steps = list(steps)
+    assert ok.reply("You're swapping out item 9779102705 (1000-piece, intermediate, $54.11) for item "
+                    "1096508426.").report().first_break is None

@@ -209,6 +209,12 @@ _BULLET_RE = re.compile(r"\s[•·▪]\s|\s-\s(?=[A-Z])")
 _CLAUSE_AND_RE = re.compile(r",\s+and\s+(?=the\b|a\b|an\b|its\b|your\b)", re.IGNORECASE)
 
 
+# A parenthesis of one line, and the characters before it that may name its record ("item 9779102705 (").
+_PAREN_RE = re.compile(r"\(([^()\n]{3,200})\)")
+_ARROW_RE = re.compile(r"→|->|=>")
+ID_BEFORE_PAREN = 24
+
+
 def _change_target(sentence: str) -> str | None:
     """What a sentence says of a change's target, the sentence itself when it
     describes no change, None when a change has no target in it. A change
@@ -344,7 +350,29 @@ class RecordIndex:
         # kinds the sentence names no record of by id.
         kinds = {rec.kind for rec in mentioned}
         by_value = [rec for rec in self._mentioned(terms, by_value=True) if rec.kind not in kinds]
-        return self._wrong_record(sentence, mentioned + by_value) or self._mixed_record(sentence)
+        return (self._wrong_record(sentence, mentioned + by_value) or self._mixed_record(sentence)
+                or self._parenthesised(sentence))
+
+    def _parenthesised(self, sentence: str) -> dict[str, Any] | None:
+        """"item 9779102705 (1000-piece, intermediate, $328.25)", "(item
+        8118291112, size 12, synthetic)": a parenthesis next to one record's id
+        describes that record, whatever the sentence around it does (it may
+        name the other side of an exchange)."""
+        if "(" not in sentence:
+            return None
+        for m in _PAREN_RE.finditer(sentence):
+            inside = m.group(1)
+            if _CHANGE_RE.search(inside) or _ARROW_RE.search(inside):
+                continue  # the parenthesis itself tells of a change: old and new in one breath
+            named = self._mentioned(_sentence_terms(sentence[max(0, m.start() - ID_BEFORE_PAREN):m.start()] + " "
+                                                    + inside))
+            kinds = {rec.kind for rec in named}
+            if len(named) != 1 or len(kinds) != 1:
+                continue
+            slip = self._wrong_record(inside, named)
+            if slip:
+                return slip
+        return None
 
     def _mixed_record(self, sentence: str) -> dict[str, Any] | None:
         """A description that mixes two records: "Blue, 8 hours battery, IPX7:
