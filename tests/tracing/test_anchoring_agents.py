@@ -780,3 +780,17 @@ def test_a_parenthesis_next_to_an_id_describes_that_record_on_either_side_of_an_
     ok.steps = list(steps)
     assert ok.reply("You're swapping out item 9779102705 (1000-piece, intermediate, $54.11) for item "
                     "1096508426.").report().first_break is None
+
+
+def test_the_agents_own_report_of_an_action_the_user_did_on_the_device_needs_its_call():
+    tools = [{"type": "function", "function": {"name": "enable_roaming", "parameters": {}}}]
+
+    def run(reply: str) -> Run:
+        return (
+            Run().user("My MMS fails abroad.").reply("Please turn on data roaming on your phone.")
+            .user("Okay, I enabled data roaming on my phone.").reply(reply)
+        )
+
+    rep = run("I've enabled roaming on your line. Please reboot your device.").report(context={"tools": tools})
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "phantom_call"
+    assert run("Great, roaming is now enabled on your phone.").report(context={"tools": tools}).first_break is None

@@ -552,6 +552,10 @@ def _tool_verb(tool: str) -> str:
     return verb_stem(first + "ed") if not first.endswith("e") else first[:-1]
 
 
+# A completion the agent claims as its own act ("I've enabled", "we have reset").
+_FIRST_PERSON_DONE_RE = re.compile(r"(?:i|we)\b", re.IGNORECASE)
+
+
 # Words of an error message that say nothing of its content.
 _ERROR_FILLER = frozenset(["error", "found", "failed", "failure", "invalid", "exception", "code", "message"])
 # "I'm sorry, …", "Unfortunately, …", "It looks like …": a reply that breaks bad news.
@@ -1468,8 +1472,11 @@ class _Pass:
         if _RECORD_HISTORY_RE.search(sentence[m.start():]):
             return False  # "was paid with your Mastercard": the record's history, not an action just done
         user_did = {_SWITCH_STEMS.get(x, x) for x in self.user_done}
-        if _SWITCH_STEMS.get(stem, stem) in user_did:
-            return False  # the user reports having done it ("I went ahead and reset the APN settings")
+        if _SWITCH_STEMS.get(stem, stem) in user_did and not _FIRST_PERSON_DONE_RE.match(m.group(0)):
+            # The user reports having done it ("I went ahead and reset the APN
+            # settings"); "I've enabled roaming" is the agent's own claim,
+            # which only its own call backs.
+            return False
         if candidates:
             why = f"no call of {', '.join(sorted(candidates)[:3])} was made before it"
         elif self.any_user_turn and self.writes_since_user == 0:
