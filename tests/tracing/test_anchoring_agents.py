@@ -794,3 +794,26 @@ def test_the_agents_own_report_of_an_action_the_user_did_on_the_device_needs_its
     rep = run("I've enabled roaming on your line. Please reboot your device.").report(context={"tools": tools})
     assert rep.first_break == 3 and rep.evidence["pattern"] == "phantom_call"
     assert run("Great, roaming is now enabled on your phone.").report(context={"tools": tools}).first_break is None
+
+
+def test_a_claim_is_judged_against_the_call_of_the_batch_it_names_by_id():
+    w2 = dict(ORDER, order_id="#W2222222")
+
+    def run(second: str) -> Run:
+        # Both orders were read before: "details of an unanswered lookup" does not apply.
+        return (
+            Run().call("get_order_details", {"order_id": "#W1111111"})
+            .result("get_order_details", dict(ORDER, order_id="#W1111111"))
+            .call("get_order_details", {"order_id": "#W2222222"}).result("get_order_details", w2)
+            .user("Please change both orders.")
+            .call("modify_pending_order_items", {"order_id": "#W1111111"})
+            .call("modify_pending_order_items", {"order_id": "#W2222222"})
+            .result("modify_pending_order_items", dict(ORDER, order_id="#W1111111"))
+            .result("modify_pending_order_items", second)
+            .reply("Both orders are updated.\n1. Order #W1111111: the camera has been changed.\n"
+                   "2. Order #W2222222: the camera has been changed.")
+        )
+
+    rep = run("Error: The new item id should be different from the old item id").report()
+    assert rep.first_break == 9 and rep.evidence["pattern"] == "unconfirmed_success" and "#w2222222" in rep.reason
+    assert run(json.dumps(w2)).report().first_break is None

@@ -786,6 +786,11 @@ class _Pass:
         # Function calls that failed since the agent last spoke and were not
         # made again with success: (call, result).
         self.failed_calls: list[tuple[Step, Step]] = []
+        # Ids only failed calls were made with since the agent last spoke (a
+        # call of the same batch that worked did not ask for them): id ->
+        # (call step, result step); and the ids calls that worked asked for.
+        self.failed_ids: dict[str, tuple[int, int]] = {}
+        self.worked_ids: set[str] = set()
         # Whom the agent talks to: names the user gave and person names in
         # records ("first_name": "Mei"), lower case -> step first seen.
         self.person_names: dict[str, int] = {}
@@ -846,6 +851,7 @@ class _Pass:
                 self.person_names.setdefault(word.lower(), step.index)
             self._note_handle_names(text, step.index)
             self.failed_calls = []  # the reply answers the new request
+            self.failed_ids, self.worked_ids = {}, set()
             self.calls_since_user = 0
             self.writes_since_user = 0
             # A new request: pending replies are answered by this turn.
@@ -887,6 +893,11 @@ class _Pass:
                 self.unanswered[ident] = (call.step.index, step.index)
         if call is not None and isinstance(call.step.args, dict):
             self._note_failed_call(call, step, failed)
+            for ident in _asked_ids(call.step.args):
+                if failed:
+                    self.failed_ids.setdefault(ident, (call.step.index, step.index))
+                else:
+                    self.worked_ids.add(ident)
         if call is not None:
             call.obs, call.obs_units, call.failed = step, sal.units, failed
             if reading.rejected and call in self.submissions:
@@ -1172,8 +1183,11 @@ class _Pass:
         """A thought or a reply: success, completion, records, then plain claims."""
         unanswered, self.unanswered = self.unanswered, {}
         failed_calls, self.failed_calls = self.failed_calls, []
+        failed_ids = {i: at for i, at in self.failed_ids.items() if i not in self.worked_ids}
+        self.failed_ids, self.worked_ids = {}, set()
         if self._uses_other_answer(step, text) or self._details_of_unanswered(step, text, unanswered) \
-                or self._columns_unread(step, text) or self._misnamed_user(step, text):
+                or self._columns_unread(step, text) or self._misnamed_user(step, text) \
+                or self._done_by_failed_call(step, text, failed_ids):
             return
         claims = _claim_sentences(text)
         last = self.last
@@ -1229,6 +1243,27 @@ class _Pass:
         for handle in _HANDLE_RE.findall(head):
             for word in re.findall(r"[a-z]{2,}", handle.lower()):
                 self.person_names.setdefault(word, index)
+
+    def _done_by_failed_call(self, step: Step, text: str, failed_ids: dict[str, tuple[int, int]]) -> bool:
+        """Of a batch of calls, the one for #W6729841 failed; "Order #W6729841:
+        the air purifier has been changed" reports it done. A claim is judged
+        against the call it names by id, whatever the other calls returned."""
+        if not failed_ids:
+            return False
+        for sentence in _asserting_sentences(text):
+            if NEGATED_RE.search(sentence) or ACK_FAILURE_RE.search(sentence):
+                continue
+            if not (self._completion(sentence) or SUCCESS_RE.search(sentence)):
+                continue
+            low = sentence.lower().replace("#", "")
+            for ident, (call_at, result_at) in failed_ids.items():
+                if re.search(rf"(?<![\w#]){re.escape(ident.lstrip('#'))}\b", low):
+                    self._break(step.index, "unconfirmed_success", (
+                        f"the call at step {call_at} for {ident} failed (result at step {result_at}); the "
+                        f"{_what(step)} at step {step.index} reports it done: {_quote(sentence, 100)}"
+                    ), {"call_step": call_at, "result_step": result_at, "asked": ident, "claim": sentence[:200]})
+                    return True
+        return False
 
     def _misnamed_user(self, step: Step, text: str) -> bool:
         """"Thank you, Processed." when the user is Mei: a reply that addresses
