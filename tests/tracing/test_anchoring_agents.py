@@ -817,3 +817,29 @@ def test_a_claim_is_judged_against_the_call_of_the_batch_it_names_by_id():
     rep = run("Error: The new item id should be different from the old item id").report()
     assert rep.first_break == 9 and rep.evidence["pattern"] == "unconfirmed_success" and "#w2222222" in rep.reason
     assert run(json.dumps(w2)).report().first_break is None
+
+
+def test_a_thing_said_to_be_in_a_record_it_is_not_part_of_is_a_wrong_record():
+    w1 = {"order_id": "#W5490111", "status": "delivered", "items": [
+        {"name": "Water Bottle", "item_id": "11", "price": 54.85},
+        {"name": "Action Camera", "item_id": "12", "price": 481.5},
+        {"name": "Backpack", "item_id": "13", "price": 193.38}]}
+    w2 = {"order_id": "#W7387996", "status": "delivered", "items": [
+        {"name": "Gaming Mouse", "item_id": "21", "price": 158.89}]}
+
+    def run(reply: str) -> Run:
+        return (
+            Run().call("get_order_details", {"order_id": "#W5490111"}).result("get_order_details", w1)
+            .call("get_order_details", {"order_id": "#W7387996"}).result("get_order_details", w2)
+            .reply(reply)
+        )
+
+    rep = run("To process your return for the Water Bottle, Action Camera, and Gaming Mouse from order #W5490111, "
+              "I need your refund method.").report()
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record" and "gaming mouse" in rep.reason
+    assert run("To process your return for the Water Bottle, Action Camera, and Backpack from order #W5490111, "
+               "I need your refund method.").report().first_break is None
+    assert run("The Water Bottle from order #W5490111 and the Gaming Mouse from order #W7387996 can be "
+               "returned.").report().first_break is None
+    rep = run("The Gaming Mouse in order #W5490111 has been returned.").report()
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record"

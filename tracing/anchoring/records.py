@@ -63,6 +63,8 @@ class Record:
     # The enclosing record's fields (a variant's product name): they say what
     # the record is, but its own updates are tracked on ``fields`` only.
     inherited: dict[str, set[str]] = field(default_factory=dict)
+    # The record it sits in (an order's line -> the order), if any.
+    parent: tuple[str, str] | None = None
 
     def values(self) -> set[str]:
         out: set[str] = set()
@@ -145,6 +147,7 @@ def records_in(data: Any, step: int) -> Iterator[Record]:
                     # A variant is also its product: "the SD card camera
                     # (item 9228757377)" names the product's name too.
                     rec.inherited = {n: v for n, v in parent.fields.items() if n not in rec.fields}
+                    rec.parent = (parent.kind, parent.ident)
                 count += 1
                 yield rec
                 parent = rec
@@ -215,6 +218,11 @@ _ARROW_RE = re.compile(r"→|->|=>")
 ID_BEFORE_PAREN = 24
 
 
+# "… from order #W5490111", "… in your pending order #W2466703": things said to
+# be in a record named by its id.
+_MEMBER_OF_RE = re.compile(r"\b(?:in|from|of)\s+(?:your\s+|the\s+)?(?:\w+\s+){0,2}?(?P<id>#?[a-z]*\d[\w-]{3,})\b")
+
+
 def _change_target(sentence: str) -> str | None:
     """What a sentence says of a change's target, the sentence itself when it
     describes no change, None when a change has no target in it. A change
@@ -273,6 +281,9 @@ class RecordIndex:
     # Records the latest result changed: what the agent talks about next,
     # whether or not it names them ("your line is now suspended").
     updated: list[tuple[str, str]] = field(default_factory=list)
+    # Names of the records inside each record (an order's items), and every such name.
+    members: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    member_names: set[str] = field(default_factory=set)
 
     def add(self, data: Any, step: int) -> None:
         changed: list[tuple[str, str]] = []
@@ -292,6 +303,12 @@ class RecordIndex:
                 merged.update(rec.fields)
                 rec.fields = merged
             self.latest[key] = rec
+            if old is None or old.step != step:
+                self.members.pop(key, None)  # a new state of the record lists its lines anew
+            if rec.parent is not None:
+                for name in rec.fields.get("name", ()):
+                    self.members.setdefault(rec.parent, set()).add(name)
+                    self.member_names.add(name)
             for name, vals in rec.fields.items():
                 for v in vals:
                     if _pins(v):
@@ -352,6 +369,35 @@ class RecordIndex:
         by_value = [rec for rec in self._mentioned(terms, by_value=True) if rec.kind not in kinds]
         return (self._wrong_record(sentence, mentioned + by_value) or self._mixed_record(sentence)
                 or self._parenthesised(sentence))
+
+    def foreign_member(self, sentence: str) -> dict[str, Any] | None:
+        """"the Water Bottle, Action Camera, and Gaming Mouse from order
+        #W5490111" when the Gaming Mouse is a line of another order: a thing
+        placed in (or taken from) a record it is not part of. Judged when it
+        is the one thing named there, or the others named with it are that
+        record's (two strays would be a list about several records). Plans and
+        questions too: "to return X from order #W1" takes X to be in #W1 all
+        the same."""
+        if not self.members:
+            return None
+        low = sentence.lower()
+        start = 0
+        for m in _MEMBER_OF_RE.finditer(low):
+            key = next(((k, i) for (k, i) in self.members if i.lstrip("#") == m.group("id").lstrip("#")), None)
+            window = low[start:m.start()]
+            start = m.end()
+            if key is None:
+                continue
+            named = {n for n in self.member_names if len(n) >= MIN_VALUE_CHARS and re.search(
+                rf"\b{re.escape(n)}\b", window)}
+            own = self.members[key]
+            foreign = {n for n in named if n not in own and not any(n in o or o in n for o in own)}
+            if len(foreign) == 1 and (named - foreign or len(named) == 1):
+                said = next(iter(foreign))
+                other = next((i for k, i in self.members if said in self.members[(k, i)]), "another record")
+                return {"slip": "wrong_record", "record": key[1], "field": "items", "said": said,
+                        "belongs_to": other, "own": ", ".join(sorted(own)[:3]), "step": self.latest[key].step}
+        return None
 
     def _parenthesised(self, sentence: str) -> dict[str, Any] | None:
         """"item 9779102705 (1000-piece, intermediate, $328.25)", "(item

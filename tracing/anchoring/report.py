@@ -1202,6 +1202,8 @@ class _Pass:
         for sentence in [*sentences, *_label_blocks(text)]:
             if self._record_slip(step, sentence):
                 return
+        if self._foreign_member(step, text):
+            return
         statement_numbers = extract(text).numbers
         planned = self.planned.get(step.index)
         for sentence in claims:
@@ -1526,6 +1528,18 @@ class _Pass:
             f"{_quote(sentence, 100)}"
         ), {"claim": sentence[:200], "verb": m.group("verb"), "tools": sorted(candidates)[:5]})
         return True
+
+    def _foreign_member(self, step: Step, text: str) -> bool:
+        for sentence in split_sentences(text):
+            slip = self.records.foreign_member(sentence)
+            if slip is not None:
+                self._break(step.index, "wrong_record", (
+                    f"the {_what(step)} at step {step.index} places {slip['said']} in {slip['record']}, whose lines "
+                    f"are {slip['own']} (result at step {slip['step']}); it is {slip['belongs_to']}'s: "
+                    f"{_quote(sentence, 100)}"
+                ), {**slip, "claim": sentence[:200]})
+                return True
+        return False
 
     def _record_slip(self, step: Step, sentence: str) -> bool:
         # "The status is now X, and you will receive an email": a clause that
