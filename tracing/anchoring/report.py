@@ -747,6 +747,7 @@ class _Pass:
         # Phantom calls: the tools the run knows of, the successful calls made,
         # and since the user's latest turn.
         self.catalogue = _tool_names(context, steps)
+        self.tool_verbs = {v for v in map(_tool_verb, self.catalogue) if len(v) >= MIN_TOOL_VERB}
         self.done_tools: set[str] = set()
         # What the agent picked up and holds ("take watch 1 from dresser 1"
         # succeeded): "Now I find a watch (1)" later needs no new sighting.
@@ -1484,11 +1485,13 @@ class _Pass:
         has been refueled" when the run has refuel_data): the run's own tools
         say which actions there are."""
         m = COMPLETION_RE.search(sentence)
-        if m is not None or not self.catalogue:
+        if m is not None or not self.tool_verbs:
             return m
+        low = sentence.lower()
+        if not any(verb in low for verb in self.tool_verbs):
+            return None  # cheap test first: no tool's verb in the sentence
         for m in ANY_COMPLETION_RE.finditer(sentence):
-            stem = verb_stem(m.group("verb"))
-            if len(stem) >= MIN_TOOL_VERB and any(_tool_verb(t) == stem for t in self.catalogue):
+            if verb_stem(m.group("verb")) in self.tool_verbs:
                 return m
         return None
 
@@ -1530,6 +1533,8 @@ class _Pass:
         return True
 
     def _foreign_member(self, step: Step, text: str) -> bool:
+        if not self.records.members:
+            return False  # no record seen holds others (an order its lines)
         for sentence in split_sentences(text):
             slip = self.records.foreign_member(sentence)
             if slip is not None:
