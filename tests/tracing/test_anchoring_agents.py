@@ -843,3 +843,18 @@ def test_a_thing_said_to_be_in_a_record_it_is_not_part_of_is_a_wrong_record():
                "returned.").report().first_break is None
     rep = run("The Gaming Mouse in order #W5490111 has been returned.").report()
     assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record"
+
+
+def test_again_or_a_negation_about_something_else_does_not_acknowledge_a_failed_call():
+    def run(reply: str) -> Run:
+        return (
+            Run().user("I paid the bill.")
+            .call("resume_line", {"line_id": "L1002"}).result("resume_line", "Error: Line must be suspended to resume")
+            .reply(reply)
+        )
+
+    rep = run("Your payment has been received and your line is now active again. Please reboot your phone.").report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] in ("ignored_observation", "unconfirmed_success")
+    rep = run("Let's check your phone. That will help us see why MMS isn't working.").report()
+    assert rep.first_break == 3
+    assert run("I couldn't resume your line; it is not suspended.").report().first_break is None

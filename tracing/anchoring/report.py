@@ -556,6 +556,22 @@ def _tool_verb(tool: str) -> str:
 _FIRST_PERSON_DONE_RE = re.compile(r"(?:i|we)\b", re.IGNORECASE)
 
 
+# A reply that says a call went wrong. A bare negation or "again" does not
+# ("why MMS isn't working", "your line is active again"): it must be about
+# what the call asked (see _error_passed_over).
+_SAYS_FAILED_RE = re.compile(
+    r"\b(?:error|fail(?:ed|s|ure)?|unable|(?:n't|not) (?:able|find|found|locate|retrieve|access|work|succeed|go "
+    r"through|possible|complete)|could(?:n't| not)|can(?:'t|not)|problem|wrong|invalid)\b",
+    re.IGNORECASE,
+)
+
+
+def _call_words(call: Step) -> set[str]:
+    """The words a call asked with: its tool's name and its arguments."""
+    return {w for w in tokens(f"{call.tool or ''} {_args_text(call.args)}".replace("_", " "))
+            if len(w) >= 3 and w not in EN_STOP_WORDS and w not in FILLER_WORDS}
+
+
 # Words of an error message that say nothing of its content.
 _ERROR_FILLER = frozenset(["error", "found", "failed", "failure", "invalid", "exception", "code", "message"])
 # "I'm sorry, …", "Unfortunately, …", "It looks like …": a reply that breaks bad news.
@@ -1306,13 +1322,13 @@ class _Pass:
         the reply to the user that follows neither says so nor takes up what
         the error said ("the refund must go to the original payment method"):
         it goes on as if the call had worked."""
-        if not failed_calls or not is_reply(step) or NEGATED_RE.search(text) or ACK_FAILURE_RE.search(text) \
-                or APOLOGY_RE.search(text):
+        if not failed_calls or not is_reply(step) or _SAYS_FAILED_RE.search(text) or APOLOGY_RE.search(text):
             return False
         said = set(tokens(text))
         for call, result in failed_calls:
-            if _error_words(call, result.text or "") & said:
-                continue  # it answers the error's content
+            asked = _error_words(call, result.text or "") | _call_words(call)
+            if asked & said and NEGATED_RE.search(text) or _error_words(call, result.text or "") & said:
+                continue  # it answers the error's content, or denies something about what was asked
             self._break(step.index, "ignored_observation", (
                 f"the call at step {call.index} failed ({_quote(result.text or '', 80)}, step {result.index}); "
                 f"the {_what(step)} at step {step.index} neither says so nor takes it up, and goes on as if it "
