@@ -652,3 +652,209 @@ def test_breaks_on_succeeded_runs_of_the_new_sources_stay_rare(source):
     flagged = sum(anchor_report(t.steps, task=t.goal, context=t.context).first_break is not None for t in ok)
     # bench/anchoring_eval.py reports the exact figures; this pins the order.
     assert flagged / len(ok) <= 0.08
+
+
+def test_a_reply_that_passes_over_a_failed_call_ignores_it():
+    def run(error: str, reply: str) -> Run:
+        return (
+            Run().user("My mobile data is slow.")
+            .call("get_details_by_id", {"id": "P1010"}).result("get_details_by_id", error)
+            .reply(reply)
+        )
+
+    carry_on = "Let's start by checking your phone's network status. Please run the diagnostic and share the output."
+    rep = run("Error: Plan with ID P1010 not found", carry_on).report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "ignored_observation" and "step 1" in rep.reason
+    # Said plainly, or answering what the error says, it is fine.
+    assert run("Error: Plan with ID P1010 not found", "I couldn't find your plan; could you check the ID?") \
+        .report().first_break is None
+    assert run("Error: Payment method should be the original payment method",
+               "The refund must go to the original payment method. Shall I proceed?").report() \
+        .first_break is None
+
+
+def test_a_failed_call_worked_around_before_the_reply_is_not_passed_over():
+    run = (
+        Run().user("I'm Daiki Sanchez, email daiki@example.com.")
+        .call("find_user_id_by_email", {"email": "daiki@example.com"}).result("find_user_id_by_email",
+                                                                               "Error: User not found")
+        .call("find_user_id_by_name_zip", {"first_name": "Daiki", "last_name": "Sanchez"})
+        .result("find_user_id_by_name_zip", "daiki_sanchez_3253")
+        .reply("Thank you, Daiki Sanchez. Could you please provide the order ID?")
+    )
+    assert run.report().first_break is None
+
+
+def test_one_of_parallel_attempts_at_one_lookup_failing_is_not_passed_over():
+    run = (
+        Run().user("My emails are silva@example.com and amelia@example.com.")
+        .call("find_user_id_by_email", {"email": "silva@example.com"})
+        .call("find_user_id_by_email", {"email": "amelia@example.com"})
+        .result("find_user_id_by_email", "Error: User not found").result("find_user_id_by_email", "amelia_7726")
+        .reply("I found an account under amelia@example.com. Could you please confirm your ZIP code?")
+    )
+    assert run.report().first_break is None
+
+
+def test_a_reply_that_addresses_the_user_by_a_name_no_one_gave_has_lost_track():
+    user = {"user_id": "mei_kovacs_8020", "name": {"first_name": "Mei", "last_name": "Kovacs"}, "orders": ["#W1"]}
+
+    def run(reply: str) -> Run:
+        return (
+            Run().user("Hi, I want to return an office chair. My email is mei@example.com.")
+            .call("get_user_details", {"user_id": "mei_kovacs_8020"}).result("get_user_details", user)
+            .reply(reply)
+        )
+
+    # The word is in the evidence (the policy says it): only its place makes it a name.
+    policy = {"system": "Processed returns are refunded within 5 days."}
+    rep = run("Thank you, Processed. I have located your account.").report(context=policy)
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "unsupported_claim" and "Processed" in rep.reason
+    assert run("Thank you, Mei. I have located your account.").report().first_break is None
+    assert run("Thank you for your patience, Mei Kovacs!").report().first_break is None
+    assert run("Thank you, and have a great day!").report().first_break is None
+
+
+def test_the_users_email_or_id_gives_the_name_the_agent_uses():
+    run = (
+        Run().user("Yeah, it's mia.garcia2723@example.com.")
+        .call("find_user_id_by_email", {"email": "mia.garcia2723@example.com"})
+        .result("find_user_id_by_email", "mia_garcia_4516")
+        .call("get_user_details", {"user_id": "mia_garcia_4516"})
+        .result("get_user_details", {"user_id": "mia_garcia_4516", "name": {"first_name": "Mia"}})
+        .reply("Thanks, Mia! I've located your account.")
+    )
+    assert run.report().first_break is None
+    run.steps = run.steps[:3]
+    assert run.reply("Thanks, Mia! I've located your account.").report().first_break is None
+
+
+def test_an_action_named_after_a_tool_of_the_run_reported_done_with_no_call_is_a_phantom_call():
+    tools = [{"type": "function", "function": {"name": "refuel_data", "parameters": {}}},
+             {"type": "function", "function": {"name": "get_details_by_id", "parameters": {}}}]
+    line = {"line_id": "L1002", "data_used_gb": 15.1, "data_limit_gb": 15.0}
+
+    def run(refuel: bool) -> Run:
+        r = (
+            Run().user("Yes, please add 2 GB of data.")
+            .call("get_details_by_id", {"id": "L1002"}).result("get_details_by_id", line)
+        )
+        if refuel:
+            r.call("refuel_data", {"line_id": "L1002", "gb_amount": 2}).result("refuel_data", line)
+        return r.reply("Your line has been refueled with 2 GB of data. Please reboot your device.")
+
+    rep = run(refuel=False).report(context={"tools": tools})
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "phantom_call" and "refuel_data" in rep.reason
+    assert run(refuel=True).report(context={"tools": tools}).first_break is None
+
+
+def test_a_description_two_variants_fit_equally_but_for_a_crossed_field_is_a_wrong_record():
+    lamps = {"name": "Desk Lamp", "product_id": "6817146515", "variants": {
+        "111": {"item_id": "111", "options": {"color": "black", "brightness": "high", "power source": "AC adapter"},
+                "available": True, "price": 154.17},
+        "222": {"item_id": "222", "options": {"color": "black", "brightness": "medium", "power source": "AC adapter"},
+                "available": True, "price": 161.23}}}
+    run = Run().call("get_product_details", {"product_id": "6817146515"}).result("get_product_details", lamps)
+    # $154.17 is 111's, medium brightness is 222's: neither lamp is described.
+    rep = run.reply("Here is the option:\n- Black, medium brightness, AC adapter (available, $154.17)").report()
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record" and "medium" in rep.reason
+    ok = Run().call("get_product_details", {"product_id": "6817146515"}).result("get_product_details", lamps)
+    assert ok.reply("Here is the option:\n- Black, high brightness, AC adapter (available, $154.17)").report() \
+        .first_break is None
+
+
+def test_a_parenthesis_next_to_an_id_describes_that_record_on_either_side_of_an_exchange():
+    puzzles = {"name": "Jigsaw Puzzle", "product_id": "1808611083", "variants": {
+        "9779102705": {"item_id": "9779102705", "options": {"pieces": "1000", "difficulty level": "intermediate"},
+                       "available": True, "price": 54.11},
+        "1096508426": {"item_id": "1096508426", "options": {"pieces": "500", "difficulty level": "beginner"},
+                       "available": True, "price": 46.13},
+        "5645314103": {"item_id": "5645314103", "options": {"pieces": "2000", "difficulty level": "expert"},
+                       "available": False, "price": 328.25}}}
+    run = Run().call("get_product_details", {"product_id": "1808611083"}).result("get_product_details", puzzles)
+    steps = list(run.steps)
+    rep = run.reply("You're swapping out item 9779102705 (1000-piece, intermediate, $328.25) for item "
+                    "1096508426.").report()
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record" and "328.25" in rep.reason
+    ok = Run()
+    ok.steps = list(steps)
+    assert ok.reply("You're swapping out item 9779102705 (1000-piece, intermediate, $54.11) for item "
+                    "1096508426.").report().first_break is None
+
+
+def test_the_agents_own_report_of_an_action_the_user_did_on_the_device_needs_its_call():
+    tools = [{"type": "function", "function": {"name": "enable_roaming", "parameters": {}}}]
+
+    def run(reply: str) -> Run:
+        return (
+            Run().user("My MMS fails abroad.").reply("Please turn on data roaming on your phone.")
+            .user("Okay, I enabled data roaming on my phone.").reply(reply)
+        )
+
+    rep = run("I've enabled roaming on your line. Please reboot your device.").report(context={"tools": tools})
+    assert rep.first_break == 3 and rep.evidence["pattern"] == "phantom_call"
+    assert run("Great, roaming is now enabled on your phone.").report(context={"tools": tools}).first_break is None
+
+
+def test_a_claim_is_judged_against_the_call_of_the_batch_it_names_by_id():
+    w2 = dict(ORDER, order_id="#W2222222")
+
+    def run(second: str) -> Run:
+        # Both orders were read before: "details of an unanswered lookup" does not apply.
+        return (
+            Run().call("get_order_details", {"order_id": "#W1111111"})
+            .result("get_order_details", dict(ORDER, order_id="#W1111111"))
+            .call("get_order_details", {"order_id": "#W2222222"}).result("get_order_details", w2)
+            .user("Please change both orders.")
+            .call("modify_pending_order_items", {"order_id": "#W1111111"})
+            .call("modify_pending_order_items", {"order_id": "#W2222222"})
+            .result("modify_pending_order_items", dict(ORDER, order_id="#W1111111"))
+            .result("modify_pending_order_items", second)
+            .reply("Both orders are updated.\n1. Order #W1111111: the camera has been changed.\n"
+                   "2. Order #W2222222: the camera has been changed.")
+        )
+
+    rep = run("Error: The new item id should be different from the old item id").report()
+    assert rep.first_break == 9 and rep.evidence["pattern"] == "unconfirmed_success" and "#w2222222" in rep.reason
+    assert run(json.dumps(w2)).report().first_break is None
+
+
+def test_a_thing_said_to_be_in_a_record_it_is_not_part_of_is_a_wrong_record():
+    w1 = {"order_id": "#W5490111", "status": "delivered", "items": [
+        {"name": "Water Bottle", "item_id": "11", "price": 54.85},
+        {"name": "Action Camera", "item_id": "12", "price": 481.5},
+        {"name": "Backpack", "item_id": "13", "price": 193.38}]}
+    w2 = {"order_id": "#W7387996", "status": "delivered", "items": [
+        {"name": "Gaming Mouse", "item_id": "21", "price": 158.89}]}
+
+    def run(reply: str) -> Run:
+        return (
+            Run().call("get_order_details", {"order_id": "#W5490111"}).result("get_order_details", w1)
+            .call("get_order_details", {"order_id": "#W7387996"}).result("get_order_details", w2)
+            .reply(reply)
+        )
+
+    rep = run("To process your return for the Water Bottle, Action Camera, and Gaming Mouse from order #W5490111, "
+              "I need your refund method.").report()
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record" and "gaming mouse" in rep.reason
+    assert run("To process your return for the Water Bottle, Action Camera, and Backpack from order #W5490111, "
+               "I need your refund method.").report().first_break is None
+    assert run("The Water Bottle from order #W5490111 and the Gaming Mouse from order #W7387996 can be "
+               "returned.").report().first_break is None
+    rep = run("The Gaming Mouse in order #W5490111 has been returned.").report()
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record"
+
+
+def test_again_or_a_negation_about_something_else_does_not_acknowledge_a_failed_call():
+    def run(reply: str) -> Run:
+        return (
+            Run().user("I paid the bill.")
+            .call("resume_line", {"line_id": "L1002"}).result("resume_line", "Error: Line must be suspended to resume")
+            .reply(reply)
+        )
+
+    rep = run("Your payment has been received and your line is now active again. Please reboot your phone.").report()
+    assert rep.first_break == 3 and rep.evidence["pattern"] in ("ignored_observation", "unconfirmed_success")
+    rep = run("Let's check your phone. That will help us see why MMS isn't working.").report()
+    assert rep.first_break == 3
+    assert run("I couldn't resume your line; it is not suspended.").report().first_break is None

@@ -63,6 +63,8 @@ class Record:
     # The enclosing record's fields (a variant's product name): they say what
     # the record is, but its own updates are tracked on ``fields`` only.
     inherited: dict[str, set[str]] = field(default_factory=dict)
+    # The record it sits in (an order's line -> the order), if any.
+    parent: tuple[str, str] | None = None
 
     def values(self) -> set[str]:
         out: set[str] = set()
@@ -145,6 +147,7 @@ def records_in(data: Any, step: int) -> Iterator[Record]:
                     # A variant is also its product: "the SD card camera
                     # (item 9228757377)" names the product's name too.
                     rec.inherited = {n: v for n, v in parent.fields.items() if n not in rec.fields}
+                    rec.parent = (parent.kind, parent.ident)
                 count += 1
                 yield rec
                 parent = rec
@@ -204,6 +207,20 @@ def _negated_value(value: str, sentence: str) -> bool:
 
 # Items of a list written on one line ("• Current item: … • New item: …").
 _BULLET_RE = re.compile(r"\s[•·▪]\s|\s-\s(?=[A-Z])")
+# Two clauses joined by ", and" describe two things ("the robotic vacuum was
+# $652.61, and the canister one is $642.72").
+_CLAUSE_AND_RE = re.compile(r",\s+and\s+(?=the\b|a\b|an\b|its\b|your\b)", re.IGNORECASE)
+
+
+# A parenthesis of one line, and the characters before it that may name its record ("item 9779102705 (").
+_PAREN_RE = re.compile(r"\(([^()\n]{3,200})\)")
+_ARROW_RE = re.compile(r"→|->|=>")
+ID_BEFORE_PAREN = 24
+
+
+# "… from order #W5490111", "… in your pending order #W2466703": things said to
+# be in a record named by its id.
+_MEMBER_OF_RE = re.compile(r"\b(?:in|from|of)\s+(?:your\s+|the\s+)?(?:\w+\s+){0,2}?(?P<id>#?[a-z]*\d[\w-]{3,})\b")
 
 
 def _change_target(sentence: str) -> str | None:
@@ -264,6 +281,9 @@ class RecordIndex:
     # Records the latest result changed: what the agent talks about next,
     # whether or not it names them ("your line is now suspended").
     updated: list[tuple[str, str]] = field(default_factory=list)
+    # Names of the records inside each record (an order's items), and every such name.
+    members: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    member_names: set[str] = field(default_factory=set)
 
     def add(self, data: Any, step: int) -> None:
         changed: list[tuple[str, str]] = []
@@ -283,6 +303,12 @@ class RecordIndex:
                 merged.update(rec.fields)
                 rec.fields = merged
             self.latest[key] = rec
+            if old is None or old.step != step:
+                self.members.pop(key, None)  # a new state of the record lists its lines anew
+            if rec.parent is not None:
+                for name in rec.fields.get("name", ()):
+                    self.members.setdefault(rec.parent, set()).add(name)
+                    self.member_names.add(name)
             for name, vals in rec.fields.items():
                 for v in vals:
                     if _pins(v):
@@ -341,7 +367,58 @@ class RecordIndex:
         # kinds the sentence names no record of by id.
         kinds = {rec.kind for rec in mentioned}
         by_value = [rec for rec in self._mentioned(terms, by_value=True) if rec.kind not in kinds]
-        return self._wrong_record(sentence, mentioned + by_value) or self._mixed_record(sentence)
+        return (self._wrong_record(sentence, mentioned + by_value) or self._mixed_record(sentence)
+                or self._parenthesised(sentence))
+
+    def foreign_member(self, sentence: str) -> dict[str, Any] | None:
+        """"the Water Bottle, Action Camera, and Gaming Mouse from order
+        #W5490111" when the Gaming Mouse is a line of another order: a thing
+        placed in (or taken from) a record it is not part of. Judged when it
+        is the one thing named there, or the others named with it are that
+        record's (two strays would be a list about several records). Plans and
+        questions too: "to return X from order #W1" takes X to be in #W1 all
+        the same."""
+        if not self.members:
+            return None
+        low = sentence.lower()
+        start = 0
+        for m in _MEMBER_OF_RE.finditer(low):
+            key = next(((k, i) for (k, i) in self.members if i.lstrip("#") == m.group("id").lstrip("#")), None)
+            window = low[start:m.start()]
+            start = m.end()
+            if key is None:
+                continue
+            named = {n for n in self.member_names if len(n) >= MIN_VALUE_CHARS and re.search(
+                rf"\b{re.escape(n)}\b", window)}
+            own = self.members[key]
+            foreign = {n for n in named if n not in own and not any(n in o or o in n for o in own)}
+            if len(foreign) == 1 and (named - foreign or len(named) == 1):
+                said = next(iter(foreign))
+                other = next((i for k, i in self.members if said in self.members[(k, i)]), "another record")
+                return {"slip": "wrong_record", "record": key[1], "field": "items", "said": said,
+                        "belongs_to": other, "own": ", ".join(sorted(own)[:3]), "step": self.latest[key].step}
+        return None
+
+    def _parenthesised(self, sentence: str) -> dict[str, Any] | None:
+        """"item 9779102705 (1000-piece, intermediate, $328.25)", "(item
+        8118291112, size 12, synthetic)": a parenthesis next to one record's id
+        describes that record, whatever the sentence around it does (it may
+        name the other side of an exchange)."""
+        if "(" not in sentence:
+            return None
+        for m in _PAREN_RE.finditer(sentence):
+            inside = m.group(1)
+            if _CHANGE_RE.search(inside) or _ARROW_RE.search(inside):
+                continue  # the parenthesis itself tells of a change: old and new in one breath
+            named = self._mentioned(_sentence_terms(sentence[max(0, m.start() - ID_BEFORE_PAREN):m.start()] + " "
+                                                    + inside))
+            kinds = {rec.kind for rec in named}
+            if len(named) != 1 or len(kinds) != 1:
+                continue
+            slip = self._wrong_record(inside, named)
+            if slip:
+                return slip
+        return None
 
     def _mixed_record(self, sentence: str) -> dict[str, Any] | None:
         """A description that mixes two records: "Blue, 8 hours battery, IPX7:
@@ -352,7 +429,7 @@ class RecordIndex:
         target = _change_target(sentence)
         if target is None:
             return None
-        for item in _BULLET_RE.split(target):
+        for item in (part for bullet in _BULLET_RE.split(target) for part in _CLAUSE_AND_RE.split(bullet)):
             slip = self._mixed_item(item)
             if slip:
                 return slip
@@ -374,7 +451,12 @@ class RecordIndex:
         for kind, found in sorted(by_kind.items()):
             found.sort(key=lambda item: -len(item[1]))
             ident, vals = found[0]
-            if len(vals) < MIN_MIXED_VALUES or (len(found) > 1 and len(found[1][1]) == len(vals)):
+            if len(vals) < MIN_MIXED_VALUES:
+                continue
+            if len(found) > 1 and len(found[1][1]) == len(vals):
+                slip = self._crossed_pair(kind, found[0], found[1], terms)
+                if slip:
+                    return slip
                 continue
             rec = self.latest[(kind, ident)]
             own = rec.values() | {ident}
@@ -392,6 +474,35 @@ class RecordIndex:
                         return {"slip": "wrong_record", "record": rec.ident, "field": name, "said": value,
                                 "belongs_to": other.ident, "own": sorted(mine)[0], "step": rec.step}
         return None
+
+    def _foreign_field(self, rec: Record, other: Record, vals: set[str], terms: set[str]) -> str | None:
+        """The one field where the text gives ``rec``'s value and ``other`` has
+        another value, not in the text; None unless exactly one value of
+        ``vals`` is foreign to ``other`` and sits in such a field."""
+        foreign = vals - other.values() - {rec.ident}
+        if len(foreign) != 1:
+            return None
+        value = next(iter(foreign))
+        for name, mine in rec.fields.items():
+            theirs = other.field_values(name)
+            if value in mine and theirs and not (theirs & terms):
+                return name
+        return None
+
+    def _crossed_pair(self, kind: str, first: tuple[str, set[str]], second: tuple[str, set[str]],
+                      terms: set[str]) -> dict[str, Any] | None:
+        """Two records fit a description equally, each but for one field where
+        the text gives the other's value ("Black, medium brightness, AC
+        adapter, $154.17": the $154.17 lamp is high brightness, the medium one
+        costs another price): no record is described, two are mixed."""
+        a, b = self.latest[(kind, first[0])], self.latest[(kind, second[0])]
+        a_field = self._foreign_field(a, b, first[1], terms)
+        b_field = self._foreign_field(b, a, second[1], terms)
+        if a_field is None or b_field is None or a_field == b_field:
+            return None
+        said = next(iter(second[1] - a.values() - {b.ident}))
+        return {"slip": "wrong_record", "record": a.ident, "field": b_field, "said": said, "belongs_to": b.ident,
+                "own": sorted(a.field_values(b_field) or {""})[0], "step": a.step}
 
     def _wrong_record(self, sentence: str, mentioned: list[Record]) -> dict[str, Any] | None:
         target = _change_target(sentence)

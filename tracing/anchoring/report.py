@@ -506,6 +506,96 @@ def _asked_ids(args: Any) -> list[str]:
             and isinstance(v, (str, int)) and not isinstance(v, bool) and len(str(v).strip()) >= 4]
 
 
+# The user addressed by name: "Thank you, Mei.", "You're very welcome, Lei!",
+# "Thanks for your patience, Ivan Johnson."; "under the name Noah Ito".
+ADDRESS_RE = re.compile(
+    r"^(?i:thank you|thanks|hi|hello|hey|dear|welcome|you(?:'re| are) (?:very |most )?welcome|"
+    r"good (?:morning|afternoon|evening)|goodbye|bye)\b[^.!?]{0,60}?,\s*"
+    r"(?P<name>(?:[A-Z][a-z]+\.?\s+)?[A-Z][a-z]+)\s*[.!?,]"
+    r"|\b(?i:under|with) the name\s+(?P<named>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\b"
+)
+_HONORIFICS = frozenset(["mr", "mr.", "mrs", "mrs.", "ms", "ms.", "dr", "dr.", "miss", "sir", "madam"])
+_CAPITALISED_RE = re.compile(r"\b[A-Z][a-z]+\b")
+# Emails and ids made of words ("mia.garcia2723@example.com", "mia_garcia_4516").
+_HANDLE_RE = re.compile(r"[\w.+-]+@[\w-]+|\b[a-z]+(?:_[a-z]+)+_?\d*\b", re.IGNORECASE)
+MAX_HANDLE_SCAN = 4000  # characters of a turn or result read for handles
+# Keys that hold a person's name in a record.
+_PERSON_KEY_RE = re.compile(r"^(?:first|last|full|given|family|middle|display|customer|contact|person)_?name$",
+                            re.IGNORECASE)
+MAX_NAME_SCAN = 400  # leaves visited per result for person names
+
+
+def _person_names(data: Any) -> set[str]:
+    """Words of the values of person-name keys ("first_name": "Mei") in a parsed result."""
+    out: set[str] = set()
+    stack, seen = [data], 0
+    while stack and seen < MAX_NAME_SCAN:
+        obj = stack.pop()
+        seen += 1
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                if isinstance(value, str) and isinstance(key, str) and _PERSON_KEY_RE.match(key):
+                    out.update(w.lower() for w in value.split())
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+        elif isinstance(obj, list):
+            stack.extend(obj[:50])
+    return out
+
+
+# The auxiliaries of COMPLETION_RE before any past participle; the verb must
+# name a tool of the run (see _Pass._completion).
+ANY_COMPLETION_RE = re.compile(
+    r"\b(?:i(?:'ve| have)?(?: just| now| successfully| already)?|we(?:'ve| have)|"
+    r"(?:has|have)(?: now| successfully| already)? been(?: successfully)?|(?:was|were)(?: successfully)?|"
+    r"(?:is|are) now)\s+(?P<verb>[a-z]{3,}ed)\b",
+    re.IGNORECASE,
+)
+# A tool's verb shorter than this says too little to match ("set", "get").
+MIN_TOOL_VERB = 4
+
+
+def _tool_verb(tool: str) -> str:
+    """The verb a tool is named after, as verb_stem gives it: "refuel_data" -> "refuel"."""
+    first = re.split(r"[_\s.-]+", tool.strip().lower())[0]
+    return verb_stem(first + "ed") if not first.endswith("e") else first[:-1]
+
+
+# A completion the agent claims as its own act ("I've enabled", "we have reset").
+_FIRST_PERSON_DONE_RE = re.compile(r"(?:i|we)\b", re.IGNORECASE)
+
+
+# A reply that says a call went wrong. A bare negation or "again" does not
+# ("why MMS isn't working", "your line is active again"): it must be about
+# what the call asked (see _error_passed_over).
+_SAYS_FAILED_RE = re.compile(
+    r"\b(?:error|fail(?:ed|s|ure)?|unable|(?:n't|not) (?:able|find|found|locate|retrieve|access|work|succeed|go "
+    r"through|possible|complete)|could(?:n't| not)|can(?:'t|not)|problem|wrong|invalid)\b",
+    re.IGNORECASE,
+)
+
+
+def _call_words(call: Step) -> set[str]:
+    """The words a call asked with: its tool's name and its arguments."""
+    return {w for w in tokens(f"{call.tool or ''} {_args_text(call.args)}".replace("_", " "))
+            if len(w) >= 3 and w not in EN_STOP_WORDS and w not in FILLER_WORDS}
+
+
+# Words of an error message that say nothing of its content.
+_ERROR_FILLER = frozenset(["error", "found", "failed", "failure", "invalid", "exception", "code", "message"])
+# "I'm sorry, …", "Unfortunately, …", "It looks like …": a reply that breaks bad news.
+APOLOGY_RE = re.compile(r"\b(?:sorry|unfortunately|apologi[sz]e|it (?:looks|seems) like|appears)\b", re.IGNORECASE)
+
+
+def _error_words(call: Step, error: str) -> set[str]:
+    """What an error message says beyond the call it answers: "Error: Order
+    not found" after get_order_details says nothing more; "Payment method
+    should be the original payment method" does."""
+    asked = set(tokens(f"{call.tool or ''} {_args_text(call.args)}".replace("_", " ")))
+    return {w for w in tokens(error[:500]) if len(w) >= 3 and not w.isdigit() and w not in EN_STOP_WORDS
+            and w not in FILLER_WORDS and w not in _ERROR_FILLER and w not in asked}
+
+
 def _sentence_words(sentence: str) -> set[str]:
     words = re.findall(r"[\w][\w.-]*[\w]|\w", sentence.lower())
     return set(words) | {" ".join(p) for p in zip(words, words[1:], strict=False)}
@@ -682,6 +772,7 @@ class _Pass:
         # Phantom calls: the tools the run knows of, the successful calls made,
         # and since the user's latest turn.
         self.catalogue = _tool_names(context, steps)
+        self.tool_verbs = {v for v in map(_tool_verb, self.catalogue) if len(v) >= MIN_TOOL_VERB}
         self.done_tools: set[str] = set()
         # What the agent picked up and holds ("take watch 1 from dresser 1"
         # succeeded): "Now I find a watch (1)" later needs no new sighting.
@@ -718,6 +809,17 @@ class _Pass:
         # Ids whose lookup came back failed or empty since the last statement:
         # id -> (call step, result step).
         self.unanswered: dict[str, tuple[int, int]] = {}
+        # Function calls that failed since the agent last spoke and were not
+        # made again with success: (call, result).
+        self.failed_calls: list[tuple[Step, Step]] = []
+        # Ids only failed calls were made with since the agent last spoke (a
+        # call of the same batch that worked did not ask for them): id ->
+        # (call step, result step); and the ids calls that worked asked for.
+        self.failed_ids: dict[str, tuple[int, int]] = {}
+        self.worked_ids: set[str] = set()
+        # Whom the agent talks to: names the user gave and person names in
+        # records ("first_name": "Mei"), lower case -> step first seen.
+        self.person_names: dict[str, int] = {}
         # Buttons and links the pages showed ("[Buy Now]", "[B08SL7LRRQ]").
         self.ui_labels: set[str] = set()
         self.told_since_statement = False
@@ -773,6 +875,11 @@ class _Pass:
                 if _FIRST_PERSON_RE.search(sentence):
                     self.user_done.update(verb_stem(w) for w in _PAST_VERB_RE.findall(sentence))
             self.any_user_turn = True
+            for word in _CAPITALISED_RE.findall(text[:4000]):
+                self.person_names.setdefault(word.lower(), step.index)
+            self._note_handle_names(text, step.index)
+            self.failed_calls = []  # the reply answers the new request
+            self.failed_ids, self.worked_ids = {}, set()
             self.calls_since_user = 0
             self.writes_since_user = 0
             # A new request: pending replies are answered by this turn.
@@ -800,14 +907,25 @@ class _Pass:
         self._check_requery(step, sal)
         if reading.data is not None and reading.data is not ...:
             self.records.add(reading.data, step.index)
+            for name in _person_names(reading.data):
+                self.person_names.setdefault(name, step.index)
             self.evidence.add_data(reading.data)
             if call is not None and not failed:
                 other = _answers_other(call.step.args, reading.data)
                 if other is not None:
                     self.answered_other = (step.index, call.step.index, *other)
+        if call is not None and isinstance(call.step.args, dict):
+            self._note_handle_names(text, step.index)  # dialogues with function calls: whom the agent talks to
         if call is not None and (failed or reading.status == "empty"):
             for ident in _asked_ids(call.step.args):
                 self.unanswered[ident] = (call.step.index, step.index)
+        if call is not None and isinstance(call.step.args, dict):
+            self._note_failed_call(call, step, failed)
+            for ident in _asked_ids(call.step.args):
+                if failed:
+                    self.failed_ids.setdefault(ident, (call.step.index, step.index))
+                else:
+                    self.worked_ids.add(ident)
         if call is not None:
             call.obs, call.obs_units, call.failed = step, sal.units, failed
             if reading.rejected and call in self.submissions:
@@ -1095,8 +1213,12 @@ class _Pass:
     def _statement(self, step: Step, text: str) -> None:
         """A thought or a reply: success, completion, records, then plain claims."""
         unanswered, self.unanswered = self.unanswered, {}
+        failed_calls, self.failed_calls = self.failed_calls, []
+        failed_ids = {i: at for i, at in self.failed_ids.items() if i not in self.worked_ids}
+        self.failed_ids, self.worked_ids = {}, set()
         if self._uses_other_answer(step, text) or self._details_of_unanswered(step, text, unanswered) \
-                or self._columns_unread(step, text):
+                or self._columns_unread(step, text) or self._misnamed_user(step, text) \
+                or self._done_by_failed_call(step, text, failed_ids):
             return
         claims = _claim_sentences(text)
         last = self.last
@@ -1112,6 +1234,8 @@ class _Pass:
         for sentence in [*sentences, *_label_blocks(text)]:
             if self._record_slip(step, sentence):
                 return
+        if self._foreign_member(step, text):
+            return
         statement_numbers = extract(text).numbers
         planned = self.planned.get(step.index)
         for sentence in claims:
@@ -1142,6 +1266,92 @@ class _Pass:
             if missing:
                 self._claim_break(step, _what(step), sentence, missing, self.judged)
                 return
+        self._error_passed_over(step, text, failed_calls)
+
+    def _note_handle_names(self, text: str, index: int) -> None:
+        """An email or a user id names its owner too ("mia.garcia2723@…",
+        "mia_garcia_4516"): its letters are names the agent may use."""
+        head = text[:MAX_HANDLE_SCAN]
+        if "_" not in head and "@" not in head:
+            return
+        for handle in _HANDLE_RE.findall(head):
+            for word in re.findall(r"[a-z]{2,}", handle.lower()):
+                self.person_names.setdefault(word, index)
+
+    def _done_by_failed_call(self, step: Step, text: str, failed_ids: dict[str, tuple[int, int]]) -> bool:
+        """Of a batch of calls, the one for #W6729841 failed; "Order #W6729841:
+        the air purifier has been changed" reports it done. A claim is judged
+        against the call it names by id, whatever the other calls returned."""
+        if not failed_ids:
+            return False
+        for sentence in _asserting_sentences(text):
+            if NEGATED_RE.search(sentence) or ACK_FAILURE_RE.search(sentence):
+                continue
+            if not (self._completion(sentence) or SUCCESS_RE.search(sentence)):
+                continue
+            low = sentence.lower().replace("#", "")
+            for ident, (call_at, result_at) in failed_ids.items():
+                if re.search(rf"(?<![\w#]){re.escape(ident.lstrip('#'))}\b", low):
+                    self._break(step.index, "unconfirmed_success", (
+                        f"the call at step {call_at} for {ident} failed (result at step {result_at}); the "
+                        f"{_what(step)} at step {step.index} reports it done: {_quote(sentence, 100)}"
+                    ), {"call_step": call_at, "result_step": result_at, "asked": ident, "claim": sentence[:200]})
+                    return True
+        return False
+
+    def _misnamed_user(self, step: Step, text: str) -> bool:
+        """"Thank you, Processed." when the user is Mei: a reply that addresses
+        the user by a name neither the user nor any record gave has lost track
+        of whom it talks to (judged only once some person's name is known)."""
+        if not is_reply(step) or not self.person_names:
+            return False
+        for sentence in split_sentences(text[:2000]):
+            m = ADDRESS_RE.search(sentence)
+            if m is None:
+                continue
+            said = m.group("name") or m.group("named")
+            words = [w for w in said.split() if w.lower() not in _HONORIFICS]
+            unknown = [w for w in words if w.lower() not in self.person_names]
+            if words and unknown:
+                self._break(step.index, "unsupported_claim", (
+                    f"the {_what(step)} at step {step.index} addresses the user as {_quote(said, 40)}, "
+                    f"a name neither the user nor any result gave: {_quote(sentence, 100)}"
+                ), {"claim": sentence[:200], "missing": unknown[:5]})
+                return True
+        return False
+
+    def _note_failed_call(self, call: _Call, result: Step, failed: bool) -> None:
+        """Keep a failed function call until the agent speaks. A call that
+        works settles it when made after the error came back (a retry, or
+        another way to the same answer), or when it is the same tool asked in
+        parallel (two emails tried at once: the reply needs only the answer).
+        Another tool's call sent with it in parallel does not."""
+        if failed:
+            self.failed_calls.append((call.step, result))
+        else:
+            self.failed_calls = [(c, r) for c, r in self.failed_calls
+                                 if r.index > call.step.index and c.tool != call.step.tool]
+
+    def _error_passed_over(self, step: Step, text: str, failed_calls: list[tuple[Step, Step]]) -> bool:
+        """A function call failed ("Error: Plan with ID P1010 not found") and
+        the reply to the user that follows neither says so nor takes up what
+        the error said ("the refund must go to the original payment method"):
+        it goes on as if the call had worked."""
+        if not failed_calls or not is_reply(step) or _SAYS_FAILED_RE.search(text) or APOLOGY_RE.search(text):
+            return False
+        said = set(tokens(text))
+        for call, result in failed_calls:
+            asked = _error_words(call, result.text or "") | _call_words(call)
+            if asked & said and NEGATED_RE.search(text) or _error_words(call, result.text or "") & said:
+                continue  # it answers the error's content, or denies something about what was asked
+            self._break(step.index, "ignored_observation", (
+                f"the call at step {call.index} failed ({_quote(result.text or '', 80)}, step {result.index}); "
+                f"the {_what(step)} at step {step.index} neither says so nor takes it up, and goes on as if it "
+                f"had worked"
+            ), {"call_step": call.index, "observation_step": result.index,
+                "observation": _quote(result.text or "", 120)})
+            return True
+        return False
 
     def _after_failure(self, step: Step, sentence: str, last: _Obs | None) -> bool:
         plain = DENIED_FAILURE_RE.sub("", sentence)
@@ -1152,7 +1362,7 @@ class _Pass:
         success = SUCCESS_RE.search(sentence) or CODE_SUCCESS_RE.search(sentence) or (
             # "Your payment method has been changed" right after the change
             # failed; "I have verified your account" right after the lookup did.
-            (LOOKED_UP_RE.search(sentence) or COMPLETION_RE.search(sentence)) if last.failed else None
+            (LOOKED_UP_RE.search(sentence) or self._completion(sentence)) if last.failed else None
         )
         if success and self._found_nothing(last):
             # After a query that found nothing, only a claim of having found
@@ -1300,9 +1510,25 @@ class _Pass:
                  if len(w) >= 3 and not w.isdigit() and w not in FILLER_WORDS}
         return bool(asked & set(tokens(sentence)))
 
+    def _completion(self, sentence: str) -> re.Match[str] | None:
+        """An action reported as done: a verb of the common list ("has been
+        cancelled"), or the verb a tool of this run is named after ("Your line
+        has been refueled" when the run has refuel_data): the run's own tools
+        say which actions there are."""
+        m = COMPLETION_RE.search(sentence)
+        if m is not None or not self.tool_verbs:
+            return m
+        low = sentence.lower()
+        if not any(verb in low for verb in self.tool_verbs):
+            return None  # cheap test first: no tool's verb in the sentence
+        for m in ANY_COMPLETION_RE.finditer(sentence):
+            if verb_stem(m.group("verb")) in self.tool_verbs:
+                return m
+        return None
+
     def _phantom(self, step: Step, sentence: str) -> bool:
         """An action reported as done that no call did."""
-        m = COMPLETION_RE.search(sentence)
+        m = self._completion(sentence)
         if m is None or NEGATED_RE.search(sentence) or not self.any_user_turn and not self.catalogue:
             return False
         stem = verb_stem(m.group("verb"))
@@ -1317,8 +1543,11 @@ class _Pass:
         if _RECORD_HISTORY_RE.search(sentence[m.start():]):
             return False  # "was paid with your Mastercard": the record's history, not an action just done
         user_did = {_SWITCH_STEMS.get(x, x) for x in self.user_done}
-        if _SWITCH_STEMS.get(stem, stem) in user_did:
-            return False  # the user reports having done it ("I went ahead and reset the APN settings")
+        if _SWITCH_STEMS.get(stem, stem) in user_did and not _FIRST_PERSON_DONE_RE.match(m.group(0)):
+            # The user reports having done it ("I went ahead and reset the APN
+            # settings"); "I've enabled roaming" is the agent's own claim,
+            # which only its own call backs.
+            return False
         if candidates:
             why = f"no call of {', '.join(sorted(candidates)[:3])} was made before it"
         elif self.any_user_turn and self.writes_since_user == 0:
@@ -1333,6 +1562,20 @@ class _Pass:
             f"{_quote(sentence, 100)}"
         ), {"claim": sentence[:200], "verb": m.group("verb"), "tools": sorted(candidates)[:5]})
         return True
+
+    def _foreign_member(self, step: Step, text: str) -> bool:
+        if not self.records.members:
+            return False  # no record seen holds others (an order its lines)
+        for sentence in split_sentences(text):
+            slip = self.records.foreign_member(sentence)
+            if slip is not None:
+                self._break(step.index, "wrong_record", (
+                    f"the {_what(step)} at step {step.index} places {slip['said']} in {slip['record']}, whose lines "
+                    f"are {slip['own']} (result at step {slip['step']}); it is {slip['belongs_to']}'s: "
+                    f"{_quote(sentence, 100)}"
+                ), {**slip, "claim": sentence[:200]})
+                return True
+        return False
 
     def _record_slip(self, step: Step, sentence: str) -> bool:
         # "The status is now X, and you will receive an email": a clause that
