@@ -30,7 +30,8 @@ class Run:
 
     def command(self, text: str, tool: str | None = None) -> Run:
         verb = tool or text.split(" ", 1)[0]
-        return self._add(kind="action", text=text, tool=verb, args=text[len(verb):].strip() or text)
+        args = text[len(verb):].strip() if text.startswith(verb) else text
+        return self._add(kind="action", text=text, tool=verb, args=args or text)
 
     def result(self, tool: str, data) -> Run:
         text = data if isinstance(data, str) else json.dumps(data)
@@ -179,3 +180,29 @@ def test_a_trace_that_opens_on_a_call_with_nothing_given_is_not_judged():
     run = Run().call("get_reservation_details", {"reservation_id": "ZFA04Y"})
     assert _unobserved(run.report()) == []
     assert _unobserved(run.report(task="Check reservation ABC123 for me.")) == [0]
+
+
+# --- shell commands reading files ----------------------------------------------
+
+
+def test_a_command_reading_a_file_no_listing_showed_is_a_break_once_it_works():
+    run = (
+        Run().command("ls", "bash").result("bash", "/bin/bash: line 1: ls: command not found")
+        .command("cat VaultDoor7.java", "bash").result("bash", "import java.util.*;\nclass VaultDoor7 {}")
+    )
+    report = run.report(task="Find the flag in the vault door program.")
+    assert report.first_break == 2
+    assert report.evidence["pattern"] == "unobserved_argument"
+    assert "VaultDoor7.java" in report.reason and "step 3" in report.reason
+
+
+def test_guessed_created_and_listed_files_are_exploration_not_breaks():
+    run = (
+        Run().command("cat flag2.txt", "bash").result("bash", "cat: flag2.txt: No such file or directory")
+        .command("ls", "bash").result("bash", "chall_3.S  notes.txt")
+        .command("cat chall_3.S", "bash").result("bash", ".text\nfunc1:")
+        .command("echo 'int main(){}' > solve1.c", "bash").result("bash", "")
+        .command("gcc solve1.c -o solve1.out", "bash").result("bash", "")
+        .command("ls out2.txt", "bash").result("bash", "out2.txt")
+    )
+    assert _unobserved(run.report(task="Read the assembly and find the flag.")) == []

@@ -152,6 +152,45 @@ def command_objects(text: str) -> list[Unseen]:
     return [Unseen(value=f"{found.group(1)} {found.group(2)}", key="")]
 
 
+# Shell programs: a command that starts with one of them is a shell command
+# (not Python, not SQL), whose file operands name files.
+SHELL_WORDS = frozenset([
+    "cat", "head", "tail", "less", "more", "file", "strings", "xxd", "od", "hexdump", "md5sum", "sha1sum",
+    "sha256sum", "base64", "wc", "grep", "egrep", "sort", "uniq", "awk", "sed", "cut", "tr", "diff", "cmp", "python",
+    "python3", "perl", "ruby", "node", "java", "javac", "gcc", "cc", "g++", "bash", "sh", "unzip", "tar", "gunzip",
+    "zcat", "gzip", "bzip2", "xz", "7z", "chmod", "cp", "mv", "rm", "objdump", "readelf", "gdb", "nc", "binwalk",
+    "exiftool", "steghide", "openssl", "cmd",
+])
+# Not "ls", "find", "stat", "cd": asking whether a file is there is exploring.
+# A file name with a digit and an extension ("VaultDoor7.java", "chall_3.S",
+# "text1.txt"), maybe behind a path: one that has to have been listed or read.
+_FILE_RE = re.compile(r"(?<![\w./~$-])(?:[\w.-]*/)*([A-Za-z_][\w-]*\d[\w-]*\.[A-Za-z]\w{0,4})(?![\w/])")
+# What a command creates: after a redirect, -o, tee, touch, mkdir, or cp / mv
+# as the last operand; the same command may then read it.
+_CREATED_RE = re.compile(
+    r"(?:>{1,2}|\s-o|\btee(?:\s+-a)?|\btouch|\bmkdir(?:\s+-p)?)\s*[\"']?((?:[\w.-]*/)*[\w.-]+)")
+_URL_RE = re.compile(r"\S+://\S+")
+
+
+def command_files(text: str) -> list[Unseen]:
+    """File names with a digit that a shell command reads ("cat VaultDoor7.java"),
+    not the ones it creates ("echo x > out1.txt", "gcc a.c -o a1.out")."""
+    head = text.strip()[:5000]
+    first = re.match(r"\s*(?:\./)?([\w+.-]+)", head)
+    if first is None or (first.group(1).lower() not in SHELL_WORDS and not head.startswith("./")):
+        return []
+    head = _URL_RE.sub(" ", head)
+    created = {m.group(1).rsplit("/", 1)[-1].lower() for m in _CREATED_RE.finditer(head)}
+    if re.match(r"\s*(?:cp|mv)\b", head):
+        created.add(head.split()[-1].rsplit("/", 1)[-1].lower())
+    out: list[Unseen] = []
+    for m in _FILE_RE.finditer(head):
+        name = m.group(1)
+        if name.lower() not in created and all(u.value != name for u in out):
+            out.append(Unseen(value=name, key=""))
+    return out
+
+
 class ArgumentEvidence:
     """What a call's arguments may use: task, context, observations, the agent's earlier steps."""
 
@@ -238,17 +277,35 @@ class ArgumentCheck:
         # Whether anything was given at all: a trace that opens on a call,
         # with no task and no context, lacks its opening; nothing to judge by.
         self.given = bool(opening.strip())
+        # A shell command reading a file never listed waits for its result:
+        # a guess that fails is exploration, one that works read a name it
+        # had not seen. (call step, unseen files, command text)
+        self.pending: tuple[int, list[Unseen], str] | None = None
 
     def told(self, text: str, role: str) -> None:
         self.given = True
         self.evidence.observed(text)
         self.user_turns |= role == "user"
 
-    def result(self, step: int, call_step: int | None, text: str, failed: bool, empty: bool) -> None:
+    def result(self, step: int, call_step: int | None, text: str, failed: bool,
+               empty: bool) -> tuple[int, str, str, dict[str, Any]] | None:
+        """Feed a tool result; returns a break (step, pattern, reason, evidence)
+        for a shell command waiting on it that read a file it never saw."""
         self.given = True
         self.evidence.observed(text)
         bad = "returned an error" if failed and not empty else "returned nothing" if empty or failed else ""
-        self.last = _Result(call_step, step, bad, text)
+        previous, self.last = self.last, _Result(call_step, step, bad, text)
+        pending, self.pending = self.pending, None
+        if pending is None or failed or (call_step is not None and call_step != pending[0]):
+            return None
+        index, unseen, command = pending
+        files = ", ".join(u.value for u in unseen)
+        reason = (f"the command at step {index} ({_quote(command, 80)}) reads {files}, which no earlier output, "
+                  f"the task or the context names")
+        reason += f" (the latest output before it, step {previous.step}, does not list it either)" if previous else ""
+        reason += f"; it worked (step {step}), so the name came from something never shown"
+        return index, "unobserved_argument", reason, {"unseen": [u.value for u in unseen], "argument": None,
+                                                      "result_step": step}
 
     def said(self, text: str) -> None:
         self.evidence.said(text)
@@ -256,6 +313,9 @@ class ArgumentCheck:
     def check(self, index: int, tool: str | None, args: Any, text: str) -> tuple[str, dict[str, Any]] | None:
         """(reason, evidence) when the call at ``index`` carries an identifier no evidence holds."""
         unseen = unseen_values(self.evidence, tool, args, text) if self.given else []
+        if not unseen and self.given and isinstance(args, str):
+            files = [u for u in command_files(args or text) if not self.evidence.holds(u.value)]
+            self.pending = (index, files, text or args) if files else None
         # The call is evidence for what comes after it, whatever it carried.
         self.evidence.add(text if not isinstance(args, dict) else f"{text}\n{_flat(args)}")
         if not unseen:

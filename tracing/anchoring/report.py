@@ -793,7 +793,10 @@ class _Pass:
                               (call.step.text if call else None))
         sal = extract(text)
         failed = _failed(step, reading)
-        self.arguments.result(step.index, call.step.index if call else None, text, failed, reading.status == "empty")
+        late = self.arguments.result(step.index, call.step.index if call else None, text, failed,
+                                     reading.status == "empty")
+        if late is not None:
+            self._break(*late)
         self._check_requery(step, sal)
         if reading.data is not None and reading.data is not ...:
             self.records.add(reading.data, step.index)
