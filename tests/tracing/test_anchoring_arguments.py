@@ -96,13 +96,27 @@ def test_an_object_never_seen_taken_from_a_receptacle_is_a_break():
     assert "mug 2" in report.reason
 
 
-def test_the_thought_of_the_same_turn_does_not_make_the_id_observed():
+def test_the_thought_of_the_same_turn_does_not_make_the_id_observed_it_is_where_the_break_starts():
     run = (
         Run().user("My internet is down.")
         .thought("The line is probably L1001, let me look at it.")
         .call("get_details_by_id", {"id": "L1001"})
     )
-    assert 2 in _unobserved(run.report())
+    breaks = [b for b in run.report().breaks if b.pattern == "unobserved_argument"]
+    assert [b.step for b in breaks] == [1]
+    assert "step 1" in breaks[0].reason and "step 2" in breaks[0].reason
+
+
+def test_an_object_a_thought_claims_to_find_and_the_call_then_takes_breaks_at_the_thought():
+    run = (
+        Run().command("go to countertop 3", "go to")
+        .result("go to", "On the countertop 3, you see a bread 2, a knife 1, and a vase 3.")
+        .thought("Now I find an apple (1). Next, I need to take it.")
+        .command("take apple 1 from countertop 3", "take")
+    )
+    report = run.report(task="heat some apple and put it in garbagecan.")
+    assert report.first_break == 2
+    assert "apple 1" in report.reason and "step 3" in report.reason
 
 
 def test_an_id_that_differs_in_one_digit_from_an_observed_one_is_unseen():

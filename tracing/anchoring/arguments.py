@@ -196,7 +196,8 @@ class ArgumentEvidence:
 
     def __init__(self, opening: str) -> None:
         self.texts: list[str] = []
-        self._said: list[str] = []  # statements of the current turn, evidence from the next observation on
+        # Statements of the current turn (step, what, text): evidence from the next observation on.
+        self._said: list[tuple[int, str, str]] = []
         self._joined: str | None = None
         self.add(opening)
 
@@ -207,17 +208,29 @@ class ArgumentEvidence:
         self.texts.append(low)
         self._joined = None
 
-    def said(self, text: str) -> None:
+    def said(self, text: str, index: int = -1, what: str = "thought") -> None:
         """A thought or a reply: evidence for the calls of later turns only."""
         if text:
-            self._said.append(text)
+            self._said.append((index, what, text[:MAX_EVIDENCE_CHARS].lower()))
 
     def observed(self, text: str) -> None:
         """A tool result or a user turn: evidence, and the turn before it is now earlier."""
-        for said in self._said:
+        for _, _, said in self._said:
             self.add(said)
         self._said = []
         self.add(text)
+
+    def first_said(self, value: str) -> tuple[int, str] | None:
+        """The earliest statement of the current turn that names ``value``
+        ("Now I find an apple (1)." names apple 1): where the value first appears."""
+        low = value.lower().lstrip("#")
+        head, _, number = low.rpartition(" ")
+        pattern = (rf"(?<![a-z]){re.escape(head)}\s*\(?\s*{number}(?!\d)" if head and number.isdigit()
+                   else rf"(?<![a-z0-9_]){re.escape(low)}(?![a-z0-9_])")
+        for index, what, text in self._said:
+            if index >= 0 and re.search(pattern, text):
+                return index, what
+        return None
 
     def _all(self) -> str:
         if self._joined is None:
@@ -307,15 +320,20 @@ class ArgumentCheck:
         return index, "unobserved_argument", reason, {"unseen": [u.value for u in unseen], "argument": None,
                                                       "result_step": step}
 
-    def said(self, text: str) -> None:
-        self.evidence.said(text)
+    def said(self, text: str, index: int = -1, what: str = "thought") -> None:
+        self.evidence.said(text, index, what)
 
-    def check(self, index: int, tool: str | None, args: Any, text: str) -> tuple[str, dict[str, Any]] | None:
-        """(reason, evidence) when the call at ``index`` carries an identifier no evidence holds."""
+    def check(self, index: int, tool: str | None, args: Any,
+              text: str) -> tuple[int, str, str, dict[str, Any]] | None:
+        """A break (step, pattern, reason, evidence) when the call at ``index``
+        carries an identifier no evidence holds. The step is the call's, or
+        that of the statement of the same turn that first named the value
+        ("Now I find an apple (1)." before "take apple 1 from countertop 3")."""
         unseen = unseen_values(self.evidence, tool, args, text) if self.given else []
         if not unseen and self.given and isinstance(args, str):
             files = [u for u in command_files(args or text) if not self.evidence.holds(u.value)]
             self.pending = (index, files, text or args) if files else None
+        said = self.evidence.first_said(unseen[0].value) if unseen else None
         # The call is evidence for what comes after it, whatever it carried.
         self.evidence.add(text if not isinstance(args, dict) else f"{text}\n{_flat(args)}")
         if not unseen:
@@ -329,7 +347,13 @@ class ArgumentCheck:
         where = "no earlier result, user turn, the task or the context" if self.user_turns else (
             "no earlier observation, the task or the context")
         reason = f"the call at step {index}{call} uses {what}, which {where} contains"
-        ev: dict[str, Any] = {"unseen": [u.value for u in unseen], "argument": first.key or None}
+        ev: dict[str, Any] = {"unseen": [u.value for u in unseen], "argument": first.key or None,
+                              "call_step": index}
+        at = index
+        if said is not None:
+            at = said[0]
+            reason = (f"the {said[1]} at step {at} names {what}, which {where} contains, and the call at step "
+                      f"{index}{call} acts on it")
         last = self.last
         if last is None:
             reason += "; no call had returned anything before it"
@@ -340,7 +364,7 @@ class ArgumentCheck:
         else:
             reason += f"; the latest result (step {last.step}) does not hold it either"
             ev["result_step"] = last.step
-        return reason, ev
+        return at, "unobserved_argument", reason, ev
 
 
 def _flat(args: Any) -> str:

@@ -909,7 +909,7 @@ class _Pass:
             self._call(step, sal)
         statement = step.kind == "thought" or is_reply(step)
         if statement:
-            self.arguments.said(text)
+            self.arguments.said(text, step.index, _what(step))
         if statement and not code and (self._phantom_result(step, text) or self._invented_identifier(step, text)):
             self.results_since_statement, self.calls_since_statement = 0, set()
             self.told_since_statement = False
@@ -978,7 +978,7 @@ class _Pass:
         if not _is_final(step):
             unseen = self.arguments.check(step.index, step.tool, step.args, step.text or "")
             if unseen is not None:
-                self._break(step.index, "unobserved_argument", *unseen)
+                self._break(*unseen)
         # The agent's own arguments are evidence for what it says later.
         args_text = _args_text(step.args) or (step.text or "")
         self.evidence.add(sal, args_text)
