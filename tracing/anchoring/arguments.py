@@ -243,22 +243,36 @@ class ArgumentEvidence:
     def holds(self, value: str) -> bool:
         low = value.lower().lstrip("#")
         text = self._all()
-        if low not in text:
-            return self._holds_digits(low, text)
-        if re.search(rf"(?<![a-z0-9_]){re.escape(low)}(?![a-z0-9_])", text):
-            return True
-        return self._holds_digits(low, text)
+        return _has_token(text, low) or self._holds_digits(low, text)
 
     @staticmethod
     def _holds_digits(low: str, text: str) -> bool:
         if _PHONE_RE.match(low):
             digits = [c for c in low if c.isdigit()]
+            if digits[-4:] and "".join(digits[-4:]) not in text:
+                return False  # the last four digits together, in any writing of the number
             pattern = r"[\s().+-]*".join(digits)
             return re.search(rf"(?<!\d){pattern}(?!\d)", text) is not None
-        for run in _DIGIT_RUN_RE.findall(low):
-            if run != low and re.search(rf"(?<![a-z0-9_]){run}(?![a-z0-9_])", text):
-                return True
+        return any(run != low and _has_token(text, run) for run in _DIGIT_RUN_RE.findall(low))
+
+
+def _token_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _has_token(text: str, low: str) -> bool:
+    """``low`` occurs in ``text`` as a whole token (not inside a longer id):
+    found with str.find, C speed, then its two neighbours checked."""
+    if not low:
         return False
+    start = text.find(low)
+    end_max = len(text)
+    while start >= 0:
+        end = start + len(low)
+        if (start == 0 or not _token_char(text[start - 1])) and (end >= end_max or not _token_char(text[end])):
+            return True
+        start = text.find(low, start + 1)
+    return False
 
 
 def unseen_values(evidence: ArgumentEvidence, tool: str | None, args: Any, text: str) -> list[Unseen]:
