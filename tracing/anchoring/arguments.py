@@ -205,16 +205,15 @@ class ArgumentEvidence:
         self.add(opening)
 
     def add(self, text: str) -> None:
-        if not text:
-            return
-        low = text[:MAX_EVIDENCE_CHARS].lower()
-        self.texts.append(low)
-        self._joined = None
+        # Kept as given; lower-cased and joined only when a call has a value
+        # to look up (most runs never do).
+        if text:
+            self.texts.append(text[:MAX_EVIDENCE_CHARS])
 
     def said(self, text: str, index: int = -1, what: str = "thought") -> None:
         """A thought or a reply: evidence for the calls of later turns only."""
         if text:
-            self._said.append((index, what, text[:MAX_EVIDENCE_CHARS].lower()))
+            self._said.append((index, what, text[:MAX_EVIDENCE_CHARS]))
 
     def observed(self, text: str) -> None:
         """A tool result or a user turn: evidence, and the turn before it is now earlier."""
@@ -231,14 +230,16 @@ class ArgumentEvidence:
         pattern = (rf"(?<![a-z]){re.escape(head)}\s*\(?\s*{number}(?!\d)" if head and number.isdigit()
                    else rf"(?<![a-z0-9_]){re.escape(low)}(?![a-z0-9_])")
         for index, what, text in self._said:
-            if index >= 0 and re.search(pattern, text):
+            if index >= 0 and re.search(pattern, text.lower()):
                 return index, what
         return None
 
     def _all(self) -> str:
-        if self._joined is None:
-            self._joined = "\n".join(self.texts)
-        return self._joined
+        if self.texts:
+            fresh = "\n".join(self.texts).lower()
+            self._joined = f"{self._joined}\n{fresh}" if self._joined else fresh
+            self.texts = []
+        return self._joined or ""
 
     def holds(self, value: str) -> bool:
         low = value.lower().lstrip("#")
