@@ -6,19 +6,24 @@ its argument carries an identifier, the identifier had to be read somewhere.
 answered ``Error: Customer not found``, ``get_user_details({"user_id":
 "sofia_hernandez_5364"})`` when no lookup ever returned that user, ``take mug 2
 from shelf 1`` when no mug 2 was ever in sight: the call acts on a record or
-an object that no evidence holds, and that call is the break.
+an object that no evidence holds. The break is that call, or the statement of
+the same turn that first named the value ("Now I find an apple (1)." right
+before ``take apple 1 from countertop 3``); the reason names both steps.
 
 Identifier: a value that can only be known by reading it.
 - in a function call, an argument value that is one token (no spaces) with a
   digit in it and at least four characters (``#W4923227``, ``L1001``,
   ``B07MTPW3Z7``, ``5753502325``, ``555-123-2002``), or an email; free text
-  (a summary, a message), dates, plain amounts and short numbers are not;
-- in a text-mode command (``take mug 2 from shelf 1``), an object instance
-  (a word and its number) that the call handles, not the place it goes to:
-  going somewhere, opening or looking is how an agent explores;
-- programs (Python cells, shell commands, SQL) are not checked here: a program
-  names what it defines, and a path or a table it tries is exploration (its
-  error, when it has one, is judged as a result).
+  (a summary, a message, an expression), dates, plain amounts and short
+  numbers are not;
+- in a text-mode tool, an argument that is itself such a value
+  (``click[B07S6WNZ9N]``; not a search query), or the object instance (a word
+  and its number) a command handles, not the place it goes to: going
+  somewhere, opening or looking is how an agent explores;
+- in a shell command, a file name it reads (outside quotes, not one the
+  command creates), judged once the result is back: a guess that fails is
+  exploration, and ``ls`` / ``find`` / ``stat`` probes are never flagged;
+- Python cells and SQL are not checked: a program names what it defines.
 
 Evidence: the task, the run's context (policy, tool schemas with their enums
 and examples), every observation before the call (user turns included), the
