@@ -184,7 +184,7 @@ LINE = {"line_id": "L1002", "status": "Active", "roaming_enabled": False, "data_
 
 def test_an_action_reported_done_that_only_a_field_name_mentions_is_a_phantom_call():
     run = (
-        Run().user("My data does not work abroad.").call("get_details_by_id", {"id": "L1002"})
+        Run().user("My data does not work abroad (line L1002).").call("get_details_by_id", {"id": "L1002"})
         .result("get_details_by_id", LINE)
         .reply("Your line was not set up for roaming. I have now enabled roaming for your line.")
     )
@@ -193,7 +193,7 @@ def test_an_action_reported_done_that_only_a_field_name_mentions_is_a_phantom_ca
 
 
 def test_a_setting_the_user_switched_or_a_records_history_is_not_a_phantom_call():
-    base = Run().user("My data does not work abroad.").call("get_details_by_id", {"id": "L1002"}) \
+    base = Run().user("My data does not work abroad (line L1002).").call("get_details_by_id", {"id": "L1002"}) \
         .result("get_details_by_id", LINE)
     steps = list(base.steps)
     run = Run()

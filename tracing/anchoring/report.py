@@ -23,6 +23,9 @@ reason names both steps in plain words:
                          empty result, "Nothing happens.", a rejected answer;
   ``unsupported_claim``  a number / id / date / name asserted that no evidence
                          contains and no arithmetic over it gives;
+  ``unobserved_argument`` a call whose argument carries an identifier (a record
+                         id, an object instance) that no evidence holds
+                         (``tracing.anchoring.arguments``);
   ``wrong_relation``     the answer taken from the sentence of another relation;
   ``requery``            an action re-issued whose answer the agent already had
                          (or that just failed the same way), with nothing in
@@ -47,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tracing.anchoring.arguments import ArgumentCheck
 from tracing.anchoring.evidence import (  # noqa: F401 -- thresholds re-exported for tests and docs
     CONVERSION_NUMBERS,
     ENTITY_SUPPORT_MIN,
@@ -160,6 +164,7 @@ PATTERNS = (
     "wrong_record",
     "unconfirmed_success",
     "unsupported_claim",
+    "unobserved_argument",
     "wrong_relation",
     "requery",
     "ignored_observation",
@@ -746,6 +751,7 @@ class _Pass:
         opening = f"{task}\n{told}" if told else task
         task_sal = extract(opening)
         self.evidence.add(task_sal, opening)
+        self.arguments = ArgumentCheck(opening)
         self.older_units: set[str] = set(task_sal.units)
         # Units the agent has been after: the task plus its own recent plans;
         # an observation sharing none of them is off-topic and may be ignored.
@@ -859,6 +865,7 @@ class _Pass:
         self._reset_turn()
         self.seen_observation = True
         self.observed.append((step.index, text))
+        self.arguments.told(text, role)
         sal = extract(text)
         self.evidence.add(sal, text)
         self.older_units |= sal.units
@@ -904,6 +911,10 @@ class _Pass:
                               (call.step.text if call else None))
         sal = extract(text)
         failed = _failed(step, reading)
+        late = self.arguments.result(step.index, call.step.index if call else None, text, failed,
+                                     reading.status == "empty")
+        if late is not None:
+            self._break(*late)
         self._check_requery(step, sal)
         if reading.data is not None and reading.data is not ...:
             self.records.add(reading.data, step.index)
@@ -1026,6 +1037,8 @@ class _Pass:
         if step.kind == "action" and not is_reply(step):
             self._call(step, sal)
         statement = step.kind == "thought" or is_reply(step)
+        if statement:
+            self.arguments.said(text, step.index, _what(step))
         if statement and not code and (self._phantom_result(step, text) or self._invented_identifier(step, text)
                                        or self._unrun_outcome(step, text)):
             self.results_since_statement, self.calls_since_statement = 0, set()
@@ -1092,6 +1105,10 @@ class _Pass:
             self._check_resubmission(step)
             self.submissions.append(call)
         self.pending.append(call)
+        if not _is_final(step):
+            unseen = self.arguments.check(step.index, step.tool, step.args, step.text or "")
+            if unseen is not None:
+                self._break(*unseen)
         # The agent's own arguments are evidence for what it says later.
         args_text = _args_text(step.args) or (step.text or "")
         if len(self.acted_text) < 2_000_000:
