@@ -657,7 +657,7 @@ def test_breaks_on_succeeded_runs_of_the_new_sources_stay_rare(source):
 def test_a_reply_that_passes_over_a_failed_call_ignores_it():
     def run(error: str, reply: str) -> Run:
         return (
-            Run().user("My mobile data is slow.")
+            Run().user("My mobile data is slow. My plan is P1010.")
             .call("get_details_by_id", {"id": "P1010"}).result("get_details_by_id", error)
             .reply(reply)
         )
@@ -701,7 +701,7 @@ def test_a_reply_that_addresses_the_user_by_a_name_no_one_gave_has_lost_track():
 
     def run(reply: str) -> Run:
         return (
-            Run().user("Hi, I want to return an office chair. My email is mei@example.com.")
+            Run().user("Hi, I want to return an office chair. My user id is mei_kovacs_8020.")
             .call("get_user_details", {"user_id": "mei_kovacs_8020"}).result("get_user_details", user)
             .reply(reply)
         )
@@ -736,7 +736,7 @@ def test_an_action_named_after_a_tool_of_the_run_reported_done_with_no_call_is_a
 
     def run(refuel: bool) -> Run:
         r = (
-            Run().user("Yes, please add 2 GB of data.")
+            Run().user("Yes, please add 2 GB of data to line L1002.")
             .call("get_details_by_id", {"id": "L1002"}).result("get_details_by_id", line)
         )
         if refuel:
@@ -814,9 +814,10 @@ def test_a_claim_is_judged_against_the_call_of_the_batch_it_names_by_id():
                    "2. Order #W2222222: the camera has been changed.")
         )
 
-    rep = run("Error: The new item id should be different from the old item id").report()
+    orders = "Change my orders #W1111111 and #W2222222."
+    rep = run("Error: The new item id should be different from the old item id").report(task=orders)
     assert rep.first_break == 9 and rep.evidence["pattern"] == "unconfirmed_success" and "#w2222222" in rep.reason
-    assert run(json.dumps(w2)).report().first_break is None
+    assert run(json.dumps(w2)).report(task=orders).first_break is None
 
 
 def test_a_thing_said_to_be_in_a_record_it_is_not_part_of_is_a_wrong_record():
@@ -827,6 +828,8 @@ def test_a_thing_said_to_be_in_a_record_it_is_not_part_of_is_a_wrong_record():
     w2 = {"order_id": "#W7387996", "status": "delivered", "items": [
         {"name": "Gaming Mouse", "item_id": "21", "price": 158.89}]}
 
+    task = "Return items from my orders #W5490111 and #W7387996."
+
     def run(reply: str) -> Run:
         return (
             Run().call("get_order_details", {"order_id": "#W5490111"}).result("get_order_details", w1)
@@ -835,20 +838,20 @@ def test_a_thing_said_to_be_in_a_record_it_is_not_part_of_is_a_wrong_record():
         )
 
     rep = run("To process your return for the Water Bottle, Action Camera, and Gaming Mouse from order #W5490111, "
-              "I need your refund method.").report()
+              "I need your refund method.").report(task=task)
     assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record" and "gaming mouse" in rep.reason
     assert run("To process your return for the Water Bottle, Action Camera, and Backpack from order #W5490111, "
-               "I need your refund method.").report().first_break is None
+               "I need your refund method.").report(task=task).first_break is None
     assert run("The Water Bottle from order #W5490111 and the Gaming Mouse from order #W7387996 can be "
-               "returned.").report().first_break is None
-    rep = run("The Gaming Mouse in order #W5490111 has been returned.").report()
+               "returned.").report(task=task).first_break is None
+    rep = run("The Gaming Mouse in order #W5490111 has been returned.").report(task=task)
     assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record"
 
 
 def test_again_or_a_negation_about_something_else_does_not_acknowledge_a_failed_call():
     def run(reply: str) -> Run:
         return (
-            Run().user("I paid the bill.")
+            Run().user("I paid the bill for line L1002.")
             .call("resume_line", {"line_id": "L1002"}).result("resume_line", "Error: Line must be suspended to resume")
             .reply(reply)
         )
