@@ -208,14 +208,6 @@ def test_a_command_reading_a_file_no_listing_showed_is_a_break_once_it_works():
     assert report.first_break == 2
     assert report.evidence["pattern"] == "unobserved_argument"
     assert "VaultDoor7.java" in report.reason and "step 3" in report.reason
-    named = (
-        Run().command("ls", "bash").result("bash", "")
-        .command("python3 convertme.py", "bash").result("bash", "If 10 is in decimal, what is it in binary?")
-    )
-    assert _unobserved(named.report(task="Run the Python script and convert the given number.")) == [2]
-    quoted = Run().command("ls", "bash").result("bash", "") \
-        .command("python3 -c 'import os; print(os.path.sep)'", "bash").result("bash", "/")
-    assert _unobserved(quoted.report(task="Print the separator.")) == []
 
 
 def test_guessed_created_and_listed_files_are_exploration_not_breaks():

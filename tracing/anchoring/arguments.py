@@ -167,12 +167,9 @@ SHELL_WORDS = frozenset([
     "exiftool", "steghide", "openssl", "cmd",
 ])
 # Not "ls", "find", "stat", "cd": asking whether a file is there is exploring.
-# A file name with an extension ("VaultDoor7.java", "chall_3.S", "convertme.py"),
-# maybe behind a path: one that has to have been listed or read.
-_FILE_RE = re.compile(r"(?<![\w./~$-])(?:[\w.-]*/)*([A-Za-z_][\w-]*\.[A-Za-z]\w{0,4})(?![\w/(\[])")
-# Quoted text of a command: a program or a message passed along ("python3 -c
-# '...os.path...'"), not an operand naming a file.
-_QUOTED_RE = re.compile(r"'[^']*'|\"[^\"]*\"")
+# A file name with a digit and an extension ("VaultDoor7.java", "chall_3.S",
+# "text1.txt"), maybe behind a path: one that has to have been listed or read.
+_FILE_RE = re.compile(r"(?<![\w./~$-])(?:[\w.-]*/)*([A-Za-z_][\w-]*\d[\w-]*\.[A-Za-z]\w{0,4})(?![\w/])")
 # What a command creates: after a redirect, -o, tee, touch, mkdir, or cp / mv
 # as the last operand; the same command may then read it.
 _CREATED_RE = re.compile(
@@ -181,13 +178,13 @@ _URL_RE = re.compile(r"\S+://\S+")
 
 
 def command_files(text: str) -> list[Unseen]:
-    """File names that a shell command reads ("cat VaultDoor7.java"), outside
-    quotes, not the ones it creates ("echo x > out1.txt", "gcc a.c -o a1.out")."""
+    """File names with a digit that a shell command reads ("cat VaultDoor7.java"),
+    not the ones it creates ("echo x > out1.txt", "gcc a.c -o a1.out")."""
     head = text.strip()[:5000]
     first = re.match(r"\s*(?:\./)?([\w+.-]+)", head)
     if first is None or (first.group(1).lower() not in SHELL_WORDS and not head.startswith("./")):
         return []
-    head = _QUOTED_RE.sub(" ", _URL_RE.sub(" ", head))
+    head = _URL_RE.sub(" ", head)
     created = {m.group(1).rsplit("/", 1)[-1].lower() for m in _CREATED_RE.finditer(head)}
     if re.match(r"\s*(?:cp|mv)\b", head):
         created.add(head.split()[-1].rsplit("/", 1)[-1].lower())
