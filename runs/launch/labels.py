@@ -15,6 +15,7 @@ ANCHOR_LABELS = {
     "ignored_observation": "ignored what it had just got",
     "answered_from_memory": "answered from memory",
     "untested_claim": "claimed it works before running it",
+    "unobserved_argument": "acted on a value it never saw",
 }
 
 

@@ -360,6 +360,14 @@ def test_success_claimed_after_a_traceback_in_other_words(claim):
     assert run.report().first_break == 2
 
 
+def test_owning_up_to_a_slip_after_a_traceback_is_no_success_claim():
+    # MINT mbpp-67 (claude-2): the NameError is admitted, not passed over.
+    run = (Run().call("execute", "def count(r):\n    return r\nassert count_Rectangles(2) == 8")
+           .result("execute", "Traceback (most recent call last):\nNameError: name 'count_Rectangles' is not defined"))
+    admitted = "Oops, I forgot to actually define the count_Rectangles function in the code I executed."
+    assert run.thought(admitted + " Let me fix that and run it again.").report().first_break is None
+
+
 def test_silent_asserts_back_a_passing_claim():
     run = (
         Run().call("execute", "def f(x):\n    return x + 1\nassert f(1) == 2")

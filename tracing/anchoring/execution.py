@@ -37,6 +37,7 @@ from tracing.anchoring.phrases import (
     NEGATED_RE,
     PLAN_RE,
 )
+from tracing.anchoring.salience import split_sentences
 from tracing.steps import Step, is_reply
 
 # "I get a list of earnings", "I got 3 rows": the agent reading out a result.
@@ -105,8 +106,6 @@ def reports_outcome(sentence: str) -> bool:
 
 def plan_sentence(text: str) -> str | None:
     """The first sentence of a statement that says what the agent does next."""
-    from tracing.anchoring.salience import split_sentences
-
     for sentence in split_sentences(text):
         head = _plain(sentence)
         if head and PLAN_RE.match(head) and not head.endswith(("?", "？")):

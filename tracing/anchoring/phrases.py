@@ -82,7 +82,10 @@ FOUND_RE = re.compile(
 # The agent saying a result failed is acknowledging it, not claiming success.
 ACK_FAILURE_RE = re.compile(
     r"nothing happen|did(?:n't| not) work|failed|invalid|not (?:found|work)|could(?:n't| not)|"
-    r"again|retry|error|wrong|没有|失败|错误|无效|再试",
+    r"again|retry|error|wrong|"
+    # Owning up to a slip ("Oops, I forgot to define the function in the code
+    # I executed") acknowledges the failure it caused.
+    r"\bforgot\b|\boops\b|\bmistake|\btypo|\boverlooked\b|没有|失败|错误|无效|再试",
     re.IGNORECASE,
 )
 

@@ -780,6 +780,9 @@ class _Pass:
         self.catalogue = _tool_names(context, steps)
         self.tool_verbs = {v for v in map(_tool_verb, self.catalogue) if len(v) >= MIN_TOOL_VERB}
         self.done_tools: set[str] = set()
+        # Tools called at all, their result failed or not: an action of one of
+        # them reported done is judged by the failure rules, not as a phantom.
+        self.called_tools: set[str] = set()
         # What the agent picked up and holds ("take watch 1 from dresser 1"
         # succeeded): "Now I find a watch (1)" later needs no new sighting.
         self.held: set[str] = set()
@@ -1079,6 +1082,8 @@ class _Pass:
 
     def _call(self, step: Step, sal: Salient) -> None:
         self.unmade_lookup = self.planned_action = None
+        if step.tool:
+            self.called_tools.add(step.tool)
         if self.pending_move is not None:
             index, reason, evidence = self.pending_move
             self.pending_move = None
@@ -1555,6 +1560,8 @@ class _Pass:
         verb = m.group("verb").lower()
         if any(stem in t for t in self.done_tools) or _said_done(stem, verb, self.done_texts):
             return False
+        if any(stem in t for t in self.called_tools - self.done_tools):
+            return False  # it was called and failed: "the code I executed" after its traceback is no phantom
         if self.writes_since_user and any(stem in text for text in self.done_texts):
             return False  # a write was made since the user spoke; its result may name it otherwise
         if _RECORD_HISTORY_RE.search(sentence[m.start():]):
