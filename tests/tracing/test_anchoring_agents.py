@@ -10,43 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.tracing.helpers import Run
 from tracing.anchoring import anchor_report
 from tracing.steps import Step, read_jsonl
 
 EVAL = Path(__file__).resolve().parents[2].parent / "shared" / "eval"
 
 
-class Run:
-    """A tiny builder: steps numbered in order."""
-
-    def __init__(self) -> None:
-        self.steps: list[Step] = []
-
-    def _add(self, **kw) -> Run:
-        self.steps.append(Step(index=len(self.steps), **kw))
-        return self
-
-    def user(self, text: str) -> Run:
-        return self._add(kind="observation", text=text, tool="user")
-
-    def reply(self, text: str) -> Run:
-        return self._add(kind="action", text=text, tool="respond", args={"content": text})
-
-    def call(self, tool: str, args) -> Run:
-        return self._add(kind="action", text=f"{tool}({json.dumps(args)})", tool=tool, args=args)
-
-    def result(self, tool: str, data) -> Run:
-        text = data if isinstance(data, str) else json.dumps(data)
-        return self._add(kind="observation", text=text, tool=tool)
-
-    def thought(self, text: str) -> Run:
-        return self._add(kind="thought", text=text)
-
-    def final(self, text: str, tool: str = "Finish", args=None) -> Run:
-        return self._add(kind="final", text=text, tool=tool, args=args if args is not None else text)
-
-    def report(self, task: str = "", context=None):
-        return anchor_report(self.steps, task=task, context=context)
 
 
 ORDER = {"order_id": "#W1", "status": "pending", "items": [{"name": "Camera", "item_id": "11", "price": 375.0}],

@@ -2,46 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
-from tracing.anchoring import anchor_report
+from tests.tracing.helpers import Run
 from tracing.anchoring.arguments import call_identifiers, command_objects
-from tracing.steps import Step
-
-
-class Run:
-    """Steps numbered in order."""
-
-    def __init__(self) -> None:
-        self.steps: list[Step] = []
-
-    def _add(self, **kw) -> Run:
-        self.steps.append(Step(index=len(self.steps), **kw))
-        return self
-
-    def user(self, text: str) -> Run:
-        return self._add(kind="observation", text=text, tool="user")
-
-    def reply(self, text: str) -> Run:
-        return self._add(kind="action", text=text, tool="respond", args={"content": text})
-
-    def call(self, tool: str, args) -> Run:
-        return self._add(kind="action", text=f"{tool}({json.dumps(args)})", tool=tool, args=args)
-
-    def command(self, text: str, tool: str | None = None) -> Run:
-        verb = tool or text.split(" ", 1)[0]
-        args = text[len(verb):].strip() if text.startswith(verb) else text
-        return self._add(kind="action", text=text, tool=verb, args=args or text)
-
-    def result(self, tool: str, data) -> Run:
-        text = data if isinstance(data, str) else json.dumps(data)
-        return self._add(kind="observation", text=text, tool=tool)
-
-    def thought(self, text: str) -> Run:
-        return self._add(kind="thought", text=text)
-
-    def report(self, task: str = "", context=None):
-        return anchor_report(self.steps, task=task, context=context)
 
 
 def _unobserved(report) -> list[int]:

@@ -5,35 +5,12 @@ Each rule is tested on both sides: the lapse breaks, the grounded neighbour does
 
 from __future__ import annotations
 
-from tracing.anchoring import anchor_report
+from tests.tracing.helpers import Run
 from tracing.anchoring.execution import claims_output, reports_outcome, schema_names
-from tracing.steps import Step
 
 SILENT = "[Executed Successfully with No Output]\nYou have 3 steps left and 2 chances to propose solution left."
 
 
-class Run:
-    def __init__(self) -> None:
-        self.steps: list[Step] = []
-
-    def _add(self, **kw) -> Run:
-        self.steps.append(Step(index=len(self.steps), **kw))
-        return self
-
-    def thought(self, text: str) -> Run:
-        return self._add(kind="thought", text=text)
-
-    def run(self, tool: str, code: str) -> Run:
-        return self._add(kind="action", text=code, tool=tool, args=code)
-
-    def result(self, tool: str, text: str) -> Run:
-        return self._add(kind="observation", text=text, tool=tool)
-
-    def final(self, text: str) -> Run:
-        return self._add(kind="final", text=text, tool="solution", args=text)
-
-    def report(self, task: str = ""):
-        return anchor_report(self.steps, task=task)
 
 
 CODE = "def double(x):\n    return 2 * x\n"
@@ -50,7 +27,7 @@ def _planned_then(claim: str, *, run_between: bool) -> Run:
     )
     if run_between:
         r.run("execute", CODE + "assert double(3) == 6").result("execute", SILENT)
-    return r.thought(claim).final(CODE)
+    return r.thought(claim).final(CODE, tool="solution")
 
 
 def test_an_outcome_reported_after_a_plan_with_nothing_run_between_is_a_phantom_run():
@@ -88,7 +65,7 @@ def test_a_restatement_or_a_forecast_is_not_a_phantom_run():
     forecast = _planned_then("This should work as expected on the examples.", run_between=False)
     assert forecast.report().first_break is None
     # Before anything ran at all, the habit is a finding elsewhere, not this break.
-    habit = Run().thought("I will test it on the examples.").thought("The code works as expected.").final(CODE)
+    habit = Run().thought("I will test it on the examples.").thought("The code works as expected.").final(CODE, tool="solution")
     assert habit.report().first_break is None
 
 
@@ -105,7 +82,7 @@ def test_reports_outcome_reads_claims_not_plans():
 
 def _silent(code: str, claim: str) -> Run:
     return (Run().thought("Let me run it.").run("execute", code).result("execute", SILENT)
-            .thought(claim).final(CODE))
+            .thought(claim).final(CODE, tool="solution"))
 
 
 def test_a_printing_run_that_printed_nothing_backs_no_claim_about_its_output():
