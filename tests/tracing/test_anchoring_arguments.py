@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.tracing.helpers import Run
 from tracing.anchoring.arguments import call_identifiers, command_objects
 
@@ -182,3 +185,46 @@ def test_guessed_created_and_listed_files_are_exploration_not_breaks():
         .command("ls out2.txt", "bash").result("bash", "out2.txt")
     )
     assert _unobserved(run.report(task="Read the assembly and find the flag.")) == []
+
+
+# --- bad input ----------------------------------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["call", "result", "user", "thought", "command"]), _json,
+                          st.text(max_size=80)), max_size=10))
+def test_any_arguments_and_results_give_a_report(items):
+    # Function-call arguments of any JSON shape, text commands of any text:
+    # the argument check must never crash the report.
+    run = Run()
+    for what, data, text in items:
+        if what == "call":
+            run.call("get_details_by_id", data)
+        elif what == "result":
+            run.result("get_details_by_id", data if not isinstance(data, float) else str(data))
+        elif what == "user":
+            run.user(text)
+        elif what == "thought":
+            run.thought(text)
+        else:
+            run.command(text or "look", "bash")
+    rep = run.report(task="help me")
+    assert rep.first_break is None or rep.first_break in {s.index for s in run.steps}
+
+
+def test_huge_binary_and_mixed_language_arguments_give_a_report():
+    huge = {"items": [{"item_id": f"{i:010d}", "note": "价格 price ✓"} for i in range(200_000)]}  # ~10 MB
+    run = (
+        Run().user("我的订单号是 #W1234567，please check it.")
+        .call("get_order_details", {"order_id": "#W1234567"}).result("get_order_details", huge)
+        .call("get_order_details", {"order_id": "\x00\xff\ufffd" * 1000})
+        .command("cat \x00\x01binary7.bin", "bash")
+    )
+    rep = run.report(task="查看订单")
+    assert rep.first_break in (None, 3, 4)
