@@ -738,6 +738,11 @@ def anchor_report(
     return run.report()
 
 
+
+def _names_id(text: str, ident: str) -> bool:
+    """Whether ``text`` (lower case, '#' removed) names the record id ``ident`` as a whole word."""
+    return re.search(rf"(?<![\w#]){re.escape(ident.lstrip('#'))}\b", text) is not None
+
 class _Pass:
     """One pass over a run; ``feed`` each step in order, then ``report``."""
 
@@ -1150,7 +1155,7 @@ class _Pass:
                 continue
             low = sentence.lower()
             for ident, (call_at, result_at) in unanswered.items():
-                if ident in known or not re.search(rf"(?<![\w#]){re.escape(ident.lstrip('#'))}\b", low.replace("#", "")):
+                if ident in known or not _names_id(low.replace("#", ""), ident):
                     continue
                 details = _STATE_WORD_RE.search(sentence) or any(
                     t != ident and t in self.records.owners for t in _sentence_words(sentence))
@@ -1313,7 +1318,7 @@ class _Pass:
                 continue
             low = sentence.lower().replace("#", "")
             for ident, (call_at, result_at) in failed_ids.items():
-                if re.search(rf"(?<![\w#]){re.escape(ident.lstrip('#'))}\b", low):
+                if _names_id(low, ident):
                     self._break(step.index, "unconfirmed_success", (
                         f"the call at step {call_at} for {ident} failed (result at step {result_at}); the "
                         f"{_what(step)} at step {step.index} reports it done: {_quote(sentence, 100)}"
