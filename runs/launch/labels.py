@@ -16,6 +16,7 @@ ANCHOR_LABELS = {
     "answered_from_memory": "answered from memory",
     "untested_claim": "claimed it works before running it",
     "unobserved_argument": "acted on a value it never saw",
+    "slip": "a slip the next result caught",
 }
 
 

@@ -839,3 +839,61 @@ def test_again_or_a_negation_about_something_else_does_not_acknowledge_a_failed_
     rep = run("Let's check your phone. That will help us see why MMS isn't working.").report()
     assert rep.first_break == 3
     assert run("I couldn't resume your line; it is not suspended.").report().first_break is None
+
+
+# --- calls reported as made ----------------------------------------------------
+
+
+def test_a_search_reported_as_made_that_was_never_made_is_a_phantom_call():
+    rep = Run().thought("I already searched [Juliet Starling], and it confirms what I need.").report(
+        "Who voiced Juliet Starling?")
+    assert rep.first_break == 0 and rep.evidence["pattern"] == "phantom_call"
+    assert "no earlier call" in rep.reason
+
+
+def test_a_search_reported_as_made_that_was_made_is_no_phantom():
+    rep = (
+        Run().command("search[Juliet Starling]", "search")
+        .result("search", "Juliet Starling is the protagonist of Lollipop Chainsaw, voiced by Tara Strong.")
+        .thought("I already searched [Juliet Starling]: Tara Strong voiced her.")
+        .report("Who voiced Juliet Starling?")
+    )
+    assert rep.first_break is None
+
+
+def test_a_command_reported_as_run_is_matched_against_the_commands_sent():
+    base = Run().run("bash", "ls /workspace").result("bash", "a.c\nb.c")
+    rep = base.thought("I already ran `find /workspace -name \"*.c\" -size +1k`, and it returned what I need.").report(
+        "Count the .c files over 1k")
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "phantom_call"
+    rep = (
+        Run().run("bash", "find /workspace -name \"*.c\" -size +1k").result("bash", "/workspace/a.c")
+        .thought("I already ran `find /workspace -name \"*.c\" -size +1k`; it lists one file.")
+        .report("Count the .c files over 1k")
+    )
+    assert rep.first_break is None
+
+
+def test_code_reported_as_run_before_anything_ran_is_a_phantom_call():
+    rep = Run().thought("I have already run this approach on the examples in the task, and every one of them passes.") \
+        .report("Write a function that sums a list.")
+    assert rep.first_break == 0 and rep.evidence["pattern"] == "phantom_call"
+    # ...while planning to run it, or saying so after a run, is not.
+    assert Run().thought("I will run this approach on the examples in the task.").report("Sum a list.").first_break is None
+
+
+def test_a_page_claimed_to_hold_the_answer_right_after_the_search_failed():
+    rep = (
+        Run().command("search[SAS]", "search")
+        .result("search", "Could not find [SAS]. Similar: ['Special Air Service', 'SAS Institute'].")
+        .thought("The page for SAS has the information I need, so I can answer from it.")
+        .report("When was the SAS founded?")
+    )
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "unconfirmed_success"
+    rep = (
+        Run().command("search[SAS]", "search")
+        .result("search", "Could not find [SAS]. Similar: ['Special Air Service', 'SAS Institute'].")
+        .thought("The page for SAS does not exist. I need to search Special Air Service instead.")
+        .report("When was the SAS founded?")
+    )
+    assert rep.first_break is None

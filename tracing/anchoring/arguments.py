@@ -77,6 +77,8 @@ HANDLE_VERBS = frozenset([
     "take", "pick", "grab", "get", "put", "place", "move", "heat", "cool", "clean", "slice", "use", "toggle",
     "drop", "give", "throw", "wash",
 ])
+# Text-mode verbs that name a place or container ("go to drawer 7", "open fridge 2").
+PLACE_VERBS = frozenset(["go", "open", "close", "examine"])
 # Keys whose value is prose, not a value that must have been read.
 _PROSE_KEYS = frozenset(["content", "message", "text", "summary", "reason", "note", "notes", "query", "thought",
                          "description", "comment", "answer", "response", "explanation", "code", "command", "sql",
@@ -145,16 +147,14 @@ def call_identifiers(tool: str | None, args: Any) -> list[Unseen]:
 
 
 def command_objects(text: str) -> list[Unseen]:
-    """The object a text-mode command handles ("take mug 2 from shelf 1" -> mug 2)."""
+    """The objects and places a text-mode command names ("take mug 2 from
+    shelf 1" -> mug 2, shelf 1; "go to drawer 7" -> drawer 7): each one is
+    in the room's listing or a result, or the agent made it up."""
     low = text.strip().lower()
     verb = low.split(" ", 1)[0] if low else ""
-    if verb not in HANDLE_VERBS:
+    if verb not in HANDLE_VERBS and verb not in PLACE_VERBS:
         return []
-    head = re.split(r"\s+(?:from|in|on|in/on|into|onto|with|to|under)\s+", low, maxsplit=1)[0]
-    found = _INSTANCE_RE.search(head[len(verb):])
-    if not found:
-        return []
-    return [Unseen(value=f"{found.group(1)} {found.group(2)}", key="")]
+    return [Unseen(value=f"{m.group(1)} {m.group(2)}", key="") for m in _INSTANCE_RE.finditer(low[len(verb):])]
 
 
 # Shell programs: a command that starts with one of them is a shell command

@@ -119,10 +119,24 @@ DATA_CLAIM_RE = re.compile(
     # "This shows the paths", "It returned 9": a pronoun for the latest result.
     r"|^(?:so |and )?(?:this|that|it|which)\s+(?:now\s+)?(?:shows?|showed|listed|contains?|contained|gave|returned|"
     r"displayed|printed|indicates?|confirms?|means?)\b"
-    r"|\b(?:the|this|that|my) (?:query|command|script|code|program|call)\b[^.\n]{0,40}?"
-    r"\b(?:showed|returned|gave|printed|listed|displayed|found|produced|yielded)\b",
+    r"|\b(?:the|this|that|my) (?:query|command|script|code|program|call|search|lookup)\b[^.\n]{0,40}?"
+    r"\b(?:showed|returned|gave|printed|listed|displayed|found|produced|yielded)\b"
+    # "The page for SAS has the information I need" right after "Could not find [SAS]".
+    r"|\b(?:the|this|that) (?:page|article|entry|passage|paragraph)\b[^.\n]{0,60}?"
+    r"\b(?:has|have|had|contains?|contained|shows?|says|mentions?|gives?|confirms?|lists)\b",
     re.IGNORECASE,
 )
+
+# The agent reports a call of its own as made ("I already searched [Juliet
+# Starling]", "I have already run this approach on the examples", "I already
+# ran `diff …`"): true only if an earlier call did it.
+PAST_CALL_RE = re.compile(
+    r"\b(?:i|we)(?:'ve| have)? (?:already |just |previously )?"
+    r"(?P<verb>searched(?: for)?|looked up|ran|run|executed|opened|clicked(?: on)?|queried)\b(?P<rest>[^\n]{0,240})",
+    re.IGNORECASE,
+)
+# What such a call was made with: "[…]", "`…`", "\"…\"", or an id ("B09QYQV9NN").
+CALLED_WITH_RE = re.compile(r"^\s*(?:\[([^\]\n]{2,200})\]|`([^`\n]{2,200})`|\"([^\"\n]{2,200})\"|([A-Z0-9]*\d[A-Z0-9]{5,})\b)")
 
 # ...unless what it says the result holds is nothing ("returns an empty list").
 EMPTY_CONTENT_RE = re.compile(

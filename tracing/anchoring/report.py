@@ -73,6 +73,7 @@ from tracing.anchoring.phrases import (
     ACK_FAILURE_RE,
     ASSERTION_RE,
     ATTRIBUTION_RE,
+    CALLED_WITH_RE,
     CODE_SUCCESS_RE,
     COMPLETION_RE,
     DATA_CLAIM_RE,
@@ -87,6 +88,7 @@ from tracing.anchoring.phrases import (
     LOOKUP_PLAN_RE,
     NEGATED_RE,
     NOW_ACTION_RE,
+    PAST_CALL_RE,
     PLAN_RE,
     PROTOCOL_FINAL_RE,
     SUCCESS_RE,
@@ -94,6 +96,7 @@ from tracing.anchoring.phrases import (
 )
 from tracing.anchoring.records import RecordIndex
 from tracing.anchoring.relation import wrong_relation
+from tracing.anchoring.slips import caught
 from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, normalize_number, split_sentences
 from tracing.normalize import EN_STOP_WORDS, action_key, call_signature, jaccard, tokens
 from tracing.results import Reading, is_command, is_move_call, is_read_call, move_place, read_result
@@ -174,7 +177,8 @@ PATTERNS = (
 # reasoning in the final turn states: right or wrong, it came from the model's
 # knowledge, not from the trace (a correct one is common in strong models).
 # "untested_claim": "the code works on the examples" before anything was run.
-FINDINGS = ("answered_from_memory", "untested_claim")
+# "slip": a lapse the next result refuted and the agent let go (slips.py).
+FINDINGS = ("answered_from_memory", "untested_claim", "slip")
 # When two patterns hit the same step, the more specific reason is reported.
 _PRIORITY = {name: pos for pos, name in enumerate(PATTERNS)}
 
@@ -1460,6 +1464,8 @@ class _Pass:
                 ), evidence={"claim": sentence[:200]}))
             if NEGATED_RE.search(sentence):
                 continue
+            if self._made_up_call(step, sentence):
+                return True
             attribution = ATTRIBUTION_RE.search(sentence)
             if attribution and self.results_since_statement == 0 and not self.told_since_statement:
                 self._break(step.index, "phantom_call", (
@@ -1488,6 +1494,27 @@ class _Pass:
                 ), {"claim": sentence[:200], "verb": verb, "tools": sorted(tools)})
                 return True
         return False
+
+    def _made_up_call(self, step: Step, sentence: str) -> bool:
+        """"I already searched [X]" with no search of X made; "I have already run
+        it on the examples" with nothing run at all."""
+        past = PAST_CALL_RE.search(sentence)
+        if past is None or PLAN_RE.match(sentence.strip()):
+            return False
+        arg = CALLED_WITH_RE.match(past.group("rest"))
+        if arg is not None:
+            what = " ".join(next(g for g in arg.groups() if g).lower().split())
+            if what in " ".join(self.acted_text.split()):
+                return False
+            why = f"no earlier call was made with {_quote(what, 60)}"
+        elif self.ran is None:
+            why = "no call was made before it"
+        else:
+            return False
+        self._break(step.index, "phantom_call", (
+            f"the {_what(step)} at step {step.index} says {_quote(past.group(0), 60)}, but {why}"
+        ), {"claim": sentence[:200], "verb": past.group("verb").lower()})
+        return True
 
     def _done_before(self, verb: str, rest: str) -> bool:
         """A result earlier in the run says it was done to the thing the
@@ -1955,12 +1982,31 @@ class _Pass:
     def _break(self, step: int, pattern: str, reason: str, evidence: dict[str, Any]) -> None:
         self.breaks.append(Break(step=step, pattern=pattern, reason=reason, evidence=evidence))
 
+    def _slip(self, brk: Break) -> bool:
+        """Whether ``brk`` is a slip (a finding, not a break); noted in findings if so."""
+        where = caught(self.steps, brk.pattern, brk.step, brk.evidence,
+                       lambda result, call: is_failure(result, call.args), _asserting_sentences)
+        if where is None:
+            return False
+        if any(f.pattern == "slip" and f.step == brk.step for f in self.findings):
+            return True  # two patterns on one lapse: one finding
+        result = next(s for s in self.steps if s.index == where["refuted_at"])
+        reason = (
+            f"{brk.reason}; the result at step {where['refuted_at']} ({_quote(result.text or '(empty)', 60)}) "
+            f"refuted it at once and the agent did not use {', '.join(where['values'])} again"
+        )
+        self.findings.append(Break(step=brk.step, pattern="slip", reason=reason,
+                                   evidence={**brk.evidence, "lapse": brk.pattern, **where}))
+        return True
+
     def report(self) -> AnchorReport:
         if self.pending_move is not None:  # the run ended at the revisited place, doing nothing there
             index, reason, evidence = self.pending_move
             self._break(index, "requery", reason, evidence)
             self.pending_move = None
         breaks = sorted(self.breaks, key=lambda b: (b.step, _PRIORITY[b.pattern]))
+        breaks = [b for b in breaks if not self._slip(b)]
+        self.findings.sort(key=lambda f: f.step)
         if not breaks:
             return AnchorReport(first_break=None, reason="", evidence={}, scores=self.scores, breaks=[],
                                 findings=self.findings)
