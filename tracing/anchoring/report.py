@@ -96,8 +96,8 @@ from tracing.anchoring.phrases import (
 )
 from tracing.anchoring.records import RecordIndex
 from tracing.anchoring.relation import wrong_relation
-from tracing.anchoring.slips import caught
 from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, normalize_number, split_sentences
+from tracing.anchoring.slips import caught
 from tracing.normalize import EN_STOP_WORDS, action_key, call_signature, jaccard, tokens
 from tracing.results import Reading, is_command, is_move_call, is_read_call, move_place, read_result
 from tracing.steps import REPLY_TOOLS, Step, context_text, is_reply, role_of
