@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.eval_data import eval_runs, requires_eval
 from tests.tracing.helpers import Run, act, obs, thought
 from tracing.analysis import analyse
 from tracing.attribution import (
@@ -29,7 +30,6 @@ from tracing.attribution import (
 )
 from tracing.steps import KINDS, Step, read_jsonl
 
-EVAL = Path(__file__).resolve().parents[2].parent / "shared" / "eval"
 LABELS = Path(__file__).resolve().parent / "attribution_labels.jsonl"
 
 
@@ -422,13 +422,13 @@ def test_the_labels_are_sixty_failed_runs_over_seven_sources():
     assert set(Counter(lab["layer"] for lab in labels)) == set(LAYER_KEYS)
 
 
-@pytest.mark.skipif(not EVAL.is_dir(), reason="shared/eval not next to the checkout")
+@requires_eval
 def test_accuracy_on_the_hand_labels_does_not_regress():
     labels = _labels()
     wanted = {(lab["source"], lab["run_id"]) for lab in labels}
     runs = {}
     for source in {lab["source"] for lab in labels}:
-        for traj in read_jsonl(EVAL / source / "runs.jsonl"):
+        for traj in read_jsonl(eval_runs(source)):
             if (source, traj.run_id) in wanted:
                 runs[(source, traj.run_id)] = traj
     assert len(runs) == len(labels)
