@@ -20,6 +20,8 @@ time of anchoring over all of shared/eval.
 
 Run (from a checkout; measures that checkout's tracing/):
     .venv/bin/python bench/anchoring_eval.py [--seed 7] [--handcheck 20 --source intercode]
+Per-case results, to compare two runs (a source's cases do not depend on the other sources):
+    .venv/bin/python bench/anchoring_eval.py --only tau2_retail_telecom --dump /tmp/cases.jsonl
 Measure another checkout's detectors (e.g. the lead's, from a worktree):
     PYTHONPATH=/work/main /work/main/.venv/bin/python bench/anchoring_eval.py
     (or AGENTLAB_REPO=/path/to/checkout; AGENTLAB_EVAL=/path/to/eval for the data)
@@ -30,6 +32,8 @@ Targets (issue 11): exact >= 85% per source and per kind; breaks on succeeded ru
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import sys
 import time
 from collections import defaultdict
@@ -116,17 +120,41 @@ def make_cases(
     return cases, eligible
 
 
-def evaluate(cases: list[Case], similarity: Any = None) -> dict[tuple[str, str], list[int]]:
-    """(source, kind) -> [n, exact, within 1, missed]."""
+def evaluate(
+    cases: list[Case], similarity: Any = None, dump: list[dict[str, Any]] | None = None
+) -> dict[tuple[str, str], list[int]]:
+    """(source, kind) -> [n, exact, within 1, missed]; with ``dump``, one row per case appended to it."""
     results: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for case in cases:
-        got = report(case.steps, case.run.traj, similarity).first_break
+        rep = report(case.steps, case.run.traj, similarity)
+        got = rep.first_break
+        if dump is not None:
+            dump.append(case_row(case, rep))
         row = results[(case.source, case.kind)]
         row[0] += 1
         row[1] += got == case.expected
         row[2] += got is not None and abs(got - case.expected) <= 1
         row[3] += got is None
     return results
+
+
+def case_row(case: Case, rep: Any) -> dict[str, Any]:
+    """What two runs of the bench must agree on for one case. ``steps_sha1``
+    tells a different corruption (the case maker) from a different verdict on
+    the same corrupted run (the detector)."""
+    text = json.dumps([[s.index, s.kind, s.tool, s.text, s.args] for s in case.steps], sort_keys=True, default=str)
+    first = next((b for b in rep.breaks if b.step == rep.first_break), None)
+    return {
+        "source": case.source,
+        "run_id": case.run.traj.run_id,
+        "kind": case.kind,
+        "expected": case.expected,
+        "note": case.note,
+        "steps_sha1": hashlib.sha1(text.encode("utf-8")).hexdigest(),
+        "got": rep.first_break,
+        "pattern": first.pattern if first is not None else None,
+        "reason": rep.reason,
+    }
 
 
 def print_localisation(results: dict[tuple[str, str], list[int]], eligible: dict[tuple[str, str], int]) -> None:
@@ -273,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
         help=f"source(s) for --handcheck (repeatable; default: {', '.join(NEW_SOURCES)})",
     )
     parser.add_argument(
+        "--only", action="append", default=None, metavar="SOURCE", help="measure only these sources (repeatable)"
+    )
+    parser.add_argument("--dump", type=Path, metavar="PATH", help="write one JSON line per corrupted case to PATH")
+    parser.add_argument(
         "--compare-semantic",
         type=int,
         default=0,
@@ -284,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no eval data at {EVAL_DIR} (set AGENTLAB_EVAL)")
         return 2
     print(f"detectors from {describe(CODE_ROOT)}; data from {EVAL_DIR}; seed {args.seed}")
-    data = load()
+    data = load(args.only)
     runs = {source: [C.Run(t) for t in trajs] for source, trajs in data.items()}
 
     # Speed: anchoring over the whole of shared/eval, one core.
@@ -312,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     cases, eligible = make_cases(runs, clean_first, args.seed)
     made = time.perf_counter() - t0
     t0 = time.perf_counter()
-    results = evaluate(cases)
+    rows: list[dict[str, Any]] | None = [] if args.dump else None
+    results = evaluate(cases, dump=rows)
     scored = time.perf_counter() - t0
     print_localisation(results, eligible)
     print_natural(runs, clean)
@@ -322,6 +355,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(cases)} corrupted cases made in {made:.1f} s, scored in {scored:.1f} s"
     )
 
+    if args.dump:
+        with args.dump.open("w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(row, sort_keys=True) + "\n" for row in rows or [])
+        print(f"{len(rows or [])} cases written to {args.dump}")
     if args.compare_semantic:
         compare_scorers(runs, args.seed, args.compare_semantic)
     if args.handcheck:

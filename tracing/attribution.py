@@ -19,9 +19,11 @@ The guess follows the failure in two passes.
      (``broken_bound``); a rejected answer followed by another with no check
      of its own failing in between (``ignored_rejection``); a failed check
      "fixed" by changing what it expects (``edited_check``);
-   - parameters: the same call failing again unchanged (``repeated_failure``),
-     or the run's last stretch made mostly of failing calls
-     (``failing_calls``) — a form the agent never got right;
+   - parameters: a call acting on an id, an object or a file name nothing
+     observed (the anchor break ``unobserved_argument``), the same call
+     failing again unchanged (``repeated_failure``), or the run's last stretch
+     made mostly of failing calls (``failing_calls``) — a form the agent never
+     got right;
    - plan: code that runs but keeps failing the task's own check
      (``wrong_results``), asking again and again for what it already had
      (``loop``), or the drift detector's stalled goal coverage (``drift``).
@@ -115,6 +117,11 @@ OBSERVATION_PATTERNS = frozenset(
     {"unconfirmed_success", "ignored_observation", "stale_value", "wrong_record", "rejected_resubmission",
      "unsupported_claim"}
 )
+# Anchor patterns that say a call's argument was wrong: an id, an email, an
+# object or a file name nothing observed (made up or guessed), so the call
+# could not do what the agent meant. The intent may be right; the argument is
+# not, which is what the parameters layer means (tracing.anchoring.arguments).
+PARAMETER_PATTERNS = frozenset({"unobserved_argument"})
 
 # Final answers that abstain: no answer is a stop, not a wrong combination.
 ABSTAIN_RE = re.compile(
@@ -523,6 +530,12 @@ class _Run:
                 return _from_break(brk, "observation")
         return None
 
+    def parameter_breaks(self) -> _Candidate | None:
+        for brk in self.report.breaks:
+            if brk.pattern in PARAMETER_PATTERNS and brk.step < self.final_turn_start:
+                return _from_break(brk, "parameters")
+        return None
+
     def _recalled(self, brk: Break) -> bool:
         """A "found it" claim the latest result does not show but an earlier one
         did ("Now I find a mug (2)", seen in the fridge twenty steps before):
@@ -581,7 +594,7 @@ class _Run:
             ), {"result_step": last_call.result.index, "answer": answer[:200]})
         if final_breaks:
             brk = final_breaks[0]
-            return _from_break(brk, "synthesis")
+            return _from_break(brk, "parameters" if brk.pattern in PARAMETER_PATTERNS else "synthesis")
         if BARE_FINAL_RE.match(answer) and last_call is not None:
             return self._submitted_state(final)
         return _Candidate("synthesis", thought, "answer", (
@@ -633,7 +646,8 @@ class _Run:
 
     def attribute(self) -> Attribution:
         causes = (self.untested(), self.observation_breaks(), self.ignored_rejection(), self.edited_check(),
-                  self.broken_bound(), self.failing_calls(), self.wrong_results(), self.loops(), self.drift())
+                  self.broken_bound(), self.parameter_breaks(), self.failing_calls(), self.wrong_results(),
+                  self.loops(), self.drift())
         decisive = [c for c in causes if c is not None]
         chosen = min(decisive, key=lambda c: (c.step, _ORDER[c.layer])) if decisive else self.ending()
         return Attribution(layer=chosen.layer, step=chosen.step, reason=chosen.reason, evidence=chosen.evidence,

@@ -1,13 +1,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from tracing.anchoring import anchor_report
 from tracing.steps import Step
-
-# CI clones the repo next to shared/: REPO_ROOT.parent / "shared" / "eval".
-EVAL_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "eval"
 
 
 def act(i: int, tool: str | None, args, text: str = "") -> Step:

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
+from tests.eval_data import eval_runs
 from tracing import alignment
 from tracing.alignment import (
     ENDED_LABEL,
@@ -21,9 +21,6 @@ from tracing.alignment import (
 )
 from tracing.normalize import jaccard, normalize_args
 from tracing.steps import Step, read_jsonl
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-EVAL_DIR = REPO_ROOT.parent / "shared" / "eval"
 
 
 def run(*actions: str) -> list[Step]:
@@ -295,9 +292,7 @@ def test_duck_typed_steps():
 
 
 def load(source: str):
-    path = EVAL_DIR / source / "runs.jsonl"
-    if not path.exists():
-        pytest.skip(f"{path} not available")
+    path = eval_runs(source)
     return list(read_jsonl(path))
 
 

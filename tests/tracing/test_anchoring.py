@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
+from tests.eval_data import eval_runs
 from tracing.anchoring import anchor_report, is_failure, report
 from tracing.anchoring.salience import MAX_SCAN_CHARS, extract, normalize_number
 from tracing.steps import Step, read_jsonl
-
-EVAL = Path(__file__).resolve().parents[2].parent / "shared" / "eval"
 
 
 def T(text: str) -> tuple:
@@ -477,9 +475,8 @@ def test_id_number_digit_threshold_both_sides():
 # --- real data smoke -------------------------------------------------------
 
 
-@pytest.mark.skipif(not (EVAL / "react_exemplars" / "runs.jsonl").exists(), reason="shared/eval missing")
 def test_smoke_react_exemplars_few_false_breaks():
-    runs = list(read_jsonl(EVAL / "react_exemplars" / "runs.jsonl"))
+    runs = list(read_jsonl(eval_runs("react_exemplars")))
     flagged = [t.run_id for t in runs if anchor_report(t.steps, t.task).first_break is not None]
     assert len(flagged) <= 0.10 * len(runs), flagged
 

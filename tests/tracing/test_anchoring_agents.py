@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.eval_data import eval_runs
 from tests.tracing.helpers import Run
 from tracing.anchoring import anchor_report
 from tracing.steps import Step, read_jsonl
-
-EVAL = Path(__file__).resolve().parents[2].parent / "shared" / "eval"
-
-
-
 
 ORDER = {"order_id": "#W1", "status": "pending", "items": [{"name": "Camera", "item_id": "11", "price": 375.0}],
          "payment_history": [{"amount": 375.0, "payment_method_id": "credit_card_1"}]}
@@ -623,9 +618,7 @@ def test_any_step_sequence_gives_a_report(items):
 
 @pytest.mark.parametrize("source", ["tau2_retail_telecom", "mint_coding", "intercode"])
 def test_breaks_on_succeeded_runs_of_the_new_sources_stay_rare(source):
-    path = EVAL / source / "runs.jsonl"
-    if not path.exists():
-        pytest.skip("shared/eval not next to the checkout")
+    path = eval_runs(source)
     ok = [t for t in read_jsonl(path) if t.success]
     flagged = sum(anchor_report(t.steps, task=t.goal, context=t.context).first_break is not None for t in ok)
     # bench/anchoring_eval.py reports the exact figures; this pins the order.

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.tracing.helpers import act, obs, thought
+from tests.eval_data import eval_runs, requires_eval
+from tests.tracing.helpers import Run, act, obs, thought
 from tracing.analysis import analyse
 from tracing.attribution import (
     CODE_MIN_WRONG_RESULTS,
@@ -29,7 +30,6 @@ from tracing.attribution import (
 )
 from tracing.steps import KINDS, Step, read_jsonl
 
-EVAL = Path(__file__).resolve().parents[2].parent / "shared" / "eval"
 LABELS = Path(__file__).resolve().parent / "attribution_labels.jsonl"
 
 
@@ -122,6 +122,30 @@ def test_a_repeated_failure_the_run_got_past_is_not_the_cause():
     assert recovered.rule != "repeated_failure"
     not_yet = guess([*head, *ok_turns(len(head), RECOVERY_MIN_OK - 1), final(99, "Person7")])
     assert not_yet.rule == "repeated_failure"
+
+
+def line_lookup(customer: str) -> Run:
+    """A customer looked up by phone, then a line looked up by id."""
+    return (
+        Run().user("Hi, my phone number is 555-123-2002 and my data is not working.")
+        .call("get_customer_by_phone", {"phone_number": "555-123-2002"})
+        .result("get_customer_by_phone", customer)
+        .call("get_details_by_id", {"id": "L1001"})
+        .result("get_details_by_id", '{"line_id": "L1001", "status": "Active", "data_used_gb": 3.2}')
+        .reply("Your line L1001 is active; please restart your phone.")
+    )
+
+
+def test_a_call_on_an_id_nothing_observed_is_parameters_at_that_call():
+    run = line_lookup("Error: Customer not found")
+    got = guess(run.steps, task="help the customer with their data")
+    assert (got.layer, got.rule, got.step, got.basis) == ("parameters", "unobserved_argument", 3, "cause")
+
+
+def test_a_call_on_an_id_a_result_gave_is_no_parameters_error():
+    run = line_lookup('{"customer_id": "C1001", "line_ids": ["L1001"]}')
+    got = guess(run.steps, task="help the customer with their data")
+    assert got.rule != "unobserved_argument" and got.layer != "parameters"
 
 
 def varied_failures(n_failed: int, n_ok: int, start: int = 0) -> list[Step]:
@@ -398,13 +422,13 @@ def test_the_labels_are_sixty_failed_runs_over_seven_sources():
     assert set(Counter(lab["layer"] for lab in labels)) == set(LAYER_KEYS)
 
 
-@pytest.mark.skipif(not EVAL.is_dir(), reason="shared/eval not next to the checkout")
+@requires_eval
 def test_accuracy_on_the_hand_labels_does_not_regress():
     labels = _labels()
     wanted = {(lab["source"], lab["run_id"]) for lab in labels}
     runs = {}
     for source in {lab["source"] for lab in labels}:
-        for traj in read_jsonl(EVAL / source / "runs.jsonl"):
+        for traj in read_jsonl(eval_runs(source)):
             if (source, traj.run_id) in wanted:
                 runs[(source, traj.run_id)] = traj
     assert len(runs) == len(labels)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tracing.helpers import EVAL_DIR
+from tests.eval_data import eval_runs
 from tracing import detect
 from tracing.steps import trajectory_from_dict
 from tracing.watchdog import DEFAULT_POLICY, PolicyError
@@ -111,9 +111,7 @@ def test_analyzer_extension_point():
 
 @pytest.mark.parametrize("source", ["react_exemplars", "react_fever"])
 def test_real_file(source, tmp_path):
-    path = EVAL_DIR / source / "runs.jsonl"
-    if not path.exists():
-        pytest.skip("shared/eval not available")
+    path = eval_runs(source)
     out, err = io.StringIO(), io.StringIO()
     ok, bad = detect.run_file(path, DEFAULT_POLICY, out, err)
     assert bad == 0 and ok > 20

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.eval_data import eval_runs
 from tracing.metrics import (
     P95,
     Distribution,
@@ -16,9 +16,6 @@ from tracing.metrics import (
     summarize,
     summarize_tasks,
 )
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-EVAL_DIR = REPO_ROOT.parent / "shared" / "eval"
 
 
 # Hand-computed: n = 5 runs, c = 2 successes, C(5,k) = 5, 10, 10, 5, 1; C(3,k) = 3, 3, 1, 0, 0.
@@ -181,9 +178,7 @@ def test_summarize_tasks_empty():
 
 
 def test_eval_readme_figures_reproduced():
-    path = EVAL_DIR / "reflexion_hotpotqa" / "runs.jsonl"
-    if not path.exists():
-        pytest.skip(f"{path} not available")
+    path = eval_runs("reflexion_hotpotqa")
     runs = []
     with open(path, encoding="utf-8") as fh:
         for line in fh:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tracing.helpers import EVAL_DIR
+from tests.eval_data import eval_runs
 from tracing.normalize import search_token_set, search_tokens
 from tracing.steps import read_jsonl
 from tracing.stepsearch import (
@@ -83,10 +83,7 @@ def test_the_index_tokens_are_the_search_tokens_once_each(text):
 
 
 def test_the_index_tokens_match_the_search_tokens_on_real_trajectories():
-    path = EVAL_DIR / "react_exemplars" / "runs.jsonl"
-    if not path.exists():
-        pytest.skip("shared/eval not available")
-    texts = [s.text for t in read_jsonl(path) for s in t.steps if s.text]
+    texts = [s.text for t in read_jsonl(eval_runs("react_exemplars")) for s in t.steps if s.text]
     assert len(texts) > 100
     for text in texts:
         assert search_token_set(text) == list(dict.fromkeys(search_tokens(text)))

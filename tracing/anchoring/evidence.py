@@ -134,7 +134,11 @@ class Evidence:
         self.pairs |= sal.pairs
         self.id_heads.update(i.split(" ")[0] for i in sal.ids if " " in i)
         self.prefixes.update(w[:STEM_CHARS] for w in sal.words if len(w) >= STEM_CHARS + 1 and w.isalpha())
-        for number in sal.numbers:
+        # Sorted, not in set order: the pools are bounded, so which of a long
+        # result's numbers stay in them would change with the hash seed, and
+        # with it whether a later number is arithmetic over them (the same run
+        # judged differently in two processes).
+        for number in sorted(sal.numbers):
             value = _as_float(number)
             if value is not None:
                 self._recent.append(value)
@@ -167,7 +171,8 @@ class Evidence:
         return self._derived(value, sentence_numbers, number)
 
     def _derived(self, value: float, sentence_numbers: set[str], written: str) -> bool:
-        own = [v for n in sentence_numbers if (v := _as_float(n)) is not None and v != value]
+        # Sorted for the same reason: _subset_sum tries only the first MAX_SUM_PARTS.
+        own = [v for n in sorted(sentence_numbers) if (v := _as_float(n)) is not None and v != value]
         pool = list(dict.fromkeys([*own, *self._recent]))
         if len(own) >= 2 and _subset_sum(own, written):
             return True  # "a total of 12" after listing the parts

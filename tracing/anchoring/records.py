@@ -449,7 +449,9 @@ class RecordIndex:
         for (kind, ident), vals in hits.items():
             by_kind.setdefault(kind, []).append((ident, vals))
         for kind, found in sorted(by_kind.items()):
-            found.sort(key=lambda item: -len(item[1]))
+            # Ties by id: in set order, which of two equal fits is "the one
+            # meant" (and named in the reason) changed with the hash seed.
+            found.sort(key=lambda item: (-len(item[1]), item[0]))
             ident, vals = found[0]
             if len(vals) < MIN_MIXED_VALUES:
                 continue

@@ -1739,7 +1739,8 @@ class _Pass:
                 continue
             if _CALL_SYNTAX_RE.search(sentence) or _ASSIGNMENT_RE.search(sentence):
                 continue  # code the agent writes out: it names what it defines
-            ids = [i for i in extract(sentence).ids if _IDENTIFIER_LIKE_RE.match(i)]
+            # Sorted, not in set order: the reason names the first three.
+            ids = [i for i in sorted(extract(sentence).ids) if _IDENTIFIER_LIKE_RE.match(i)]
             missing = [i for i in ids if not self.evidence.id_supported(i)]
             plan = PLAN_RE.match(_LIST_MARK_RE.sub("", sentence.strip()))
             if not plan and self.seen_observation and not _WONDER_RE.search(sentence):

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -9,11 +8,11 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from runs.launch.models import Run
+from tests.eval_data import EVAL_DIR, eval_runs
 from tests.projects import project_of
 from tracing.models import Step
 
 pytestmark = pytest.mark.django_db
-EVAL = Path(__file__).resolve().parents[3].parent / "shared" / "eval"
 
 GOOD = {
     "source": "mine", "run_id": "r1", "task": "Where was the author of The Salt Lantern born?", "success": False,
@@ -89,9 +88,8 @@ def test_the_upload_page_requires_login(client):
     assert client.get(reverse("runs:import")).status_code == 302
 
 
-@pytest.mark.skipif(not EVAL.exists(), reason="shared/eval not found")
 def test_the_command_imports_a_real_source(tmp_path, project):
-    call_command("importjsonl", str(EVAL / "react_exemplars" / "runs.jsonl"), verbosity=0)  # the only project
+    call_command("importjsonl", str(eval_runs("react_exemplars")), verbosity=0)  # the only project
     assert Run.objects.filter(source="react_exemplars").count() == 27
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(GOOD) + "\n{oops\n")
@@ -113,8 +111,8 @@ def test_loaddemo_is_idempotent_and_seeds_demo_runs_once(db):
 
 
 def test_analyse_recomputes_signals_and_anchoring(project):
-    call_command("importjsonl", *[str(p) for p in [EVAL / "react_exemplars" / "runs.jsonl"]], verbosity=0) \
-        if EVAL.exists() else None
+    call_command("importjsonl", *[str(p) for p in [EVAL_DIR / "react_exemplars" / "runs.jsonl"]], verbosity=0) \
+        if EVAL_DIR.is_dir() else None
     upload_run = Run.objects.create(prompt="Where was he born?", status="finished", project=project)
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord

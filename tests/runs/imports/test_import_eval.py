@@ -5,28 +5,25 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import pytest
 
 from runs.imports.services import import_lines
 from runs.launch.models import Run
 from runs.reviews.models import ReviewItem
+from tests.eval_data import EVAL_DIR, requires_eval
 from tests.projects import project_of
 from tracing.models import Step
 from tracing.steps import role_of, trajectory_from_dict
 
-pytestmark = [pytest.mark.django_db,
-              pytest.mark.skipif(not (Path(__file__).resolve().parents[3].parent / "shared" / "eval").exists(),
-                                 reason="shared/eval not found")]
-EVAL = Path(__file__).resolve().parents[3].parent / "shared" / "eval"
-SOURCES = sorted(p.parent.name for p in EVAL.glob("*/runs.jsonl"))
+pytestmark = [pytest.mark.django_db, requires_eval]
+SOURCES = sorted(p.parent.name for p in EVAL_DIR.glob("*/runs.jsonl"))
 # Lines per source: enough to meet successes and failures, user turns and contexts.
 SAMPLE = 12
 
 
 def _sample(source: str) -> list[str]:
-    with (EVAL / source / "runs.jsonl").open(encoding="utf-8") as fh:
+    with (EVAL_DIR / source / "runs.jsonl").open(encoding="utf-8") as fh:
         return list(itertools.islice(fh, SAMPLE))
 
 

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
@@ -14,11 +12,10 @@ from runs.whatif import replay as whatif
 from runs.whatif.execution import whatif_execute
 from runs.whatif.models import WhatIfJob
 from runs.whatif.services import whatif_create
+from tests.eval_data import eval_runs
 from tests.projects import project_of, team
 from tracing.steps import Step
 from tracing.watchdog import DEFAULT_POLICY, PolicyError
-
-EVAL = Path(__file__).resolve().parents[3].parent / "shared" / "eval"
 
 
 def _loop_run(n: int = 30) -> list[Step]:
@@ -56,11 +53,10 @@ def test_labels_are_matched_within_the_window():
 
 @pytest.fixture
 def stored_runs(project):
-    if not EVAL.exists():
-        pytest.skip("shared/eval not found")
+    exemplars = eval_runs("react_exemplars")
     call_command("loaddemo", verbosity=0)
     builtin_policies_load(project_id=project.pk)
-    call_command("importjsonl", str(EVAL / "react_exemplars" / "runs.jsonl"), "--project", project.slug, verbosity=0)
+    call_command("importjsonl", str(exemplars), "--project", project.slug, verbosity=0)
     return Run.objects.filter(source="react_exemplars")
 
 
