@@ -9,7 +9,9 @@ from tests.tracing.helpers import Run
 from tracing.anchoring.slips import caught
 from tracing.steps import Step
 
-TASK = "find an apple, heat it with microwave, then put it in fridge."
+ROOM = ("You are in the middle of a room. Looking quickly around you, you see a countertop 3, a countertop 2, "
+        "a drawer 1, a fridge 1, and a microwave 1. Your task is to: ")
+TASK = ROOM + "find an apple, heat it with microwave, then put it in fridge."
 COUNTER = "On the countertop 3, you see a bread 2, a butterknife 1, a egg 1, and a vase 3."
 
 
@@ -70,7 +72,7 @@ def test_once_a_result_shows_the_value_it_may_be_used():
         .command("take knife 1 from countertop 2", "take").result("take", "Nothing happens.")
         .command("go to countertop 2", "go to").result("go to", "On the countertop 2, you see a fork 1, and a knife 1.")
         .command("take knife 1 from countertop 2", "take").result("take", "You pick up the knife 1 from the countertop 2.")
-        .report("put a clean knife in drawer.")
+        .report(ROOM + "put a clean knife in drawer.")
     )
     assert rep.first_break is None
     assert [f.step for f in rep.findings if f.pattern == "slip"] == [4]
@@ -84,7 +86,7 @@ def test_a_lapse_no_call_acts_on_stays_a_break():
         .command("go to countertop 3", "go to").result("go to", COUNTER)
         .thought("Now I find a knife (1). Next, I need to take it.")
         .command("go to drawer 1", "go to").result("go to", "The drawer 1 is closed.")
-        .report("put a clean knife in drawer.")
+        .report(ROOM + "put a clean knife in drawer.")
     )
     assert rep.first_break == 4
 
@@ -146,3 +148,26 @@ def test_junk_never_crashes_the_slip_check(items, at, evidence):
     for pattern in ("unobserved_argument", "unconfirmed_success", "requery"):
         where = caught(steps, pattern, at, evidence, lambda result, call: True, lambda text: [text])
         assert where is None or where["refuted_at"] > where["call_step"] >= at
+
+
+def test_a_run_that_never_gets_a_call_to_work_again_keeps_the_break():
+    rep = (
+        _hallucinated_apple()
+        .command("go to diningtable 1", "go to").result("go to", "Nothing happens.")
+        .command("go to sofa 1", "go to").result("go to", "Nothing happens.")
+        .report(TASK)
+    )
+    assert rep.first_break == 2
+    assert not [f for f in rep.findings if f.pattern == "slip"]
+
+
+def test_guesses_refuted_in_turn_then_a_call_that_works_are_exploration():
+    rep = (
+        Run()
+        .command("go to diningtable 1", "go to").result("go to", "Nothing happens.")
+        .command("go to diningtable 2", "go to").result("go to", "Nothing happens.")
+        .command("go to countertop 2", "go to").result("go to", "On the countertop 2, you see a fork 1.")
+        .report(TASK)
+    )
+    assert rep.first_break is None
+    assert [f.step for f in rep.findings if f.pattern == "slip"] == [0, 2]

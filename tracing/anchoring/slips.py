@@ -86,7 +86,14 @@ def caught(
     # statement asserts it ("Now I take a cd (3)."). Planning to check it ("I
     # need to check the knife (1) is in the countertop 2") follows the
     # refutation rather than ignoring it.
-    for step in steps[call_pos + 2:]:
+    later = list(steps[call_pos + 2:])
+    # Back on track: a later call works. Guesses refuted one after another
+    # ("go to diningtable 1", 2, 3: "Nothing happens.") and then a call that
+    # works is exploration the environment corrected; a run that never gets
+    # a call to work again never came back.
+    if not any(a.kind == "action" and b.kind == "observation" and not failed(b, a) for a, b in zip(later, later[1:])):
+        return None
+    for step in later:
         if step.kind == "observation":
             if any(_names((step.text or "").lower(), v) for v in used):
                 break
