@@ -890,3 +890,11 @@ def test_a_page_claimed_to_hold_the_answer_right_after_the_search_failed():
         .report("When was the SAS founded?")
     )
     assert rep.first_break is None
+
+
+def test_an_option_claimed_selected_after_the_click_was_refused():
+    page = "[Back to Search]\nsize [small][medium][large]\nColor [black][white]\nPrice: $12.99\n[Buy Now]"
+    base = Run().command("click[B0781MT9H6]", "click").result("click", page).command("click[x-large]", "click")
+    rep = base.result("click", "Invalid action!").thought("I have selected x-large, and the item now matches.").report(
+        "a black shirt in x-large")
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "unconfirmed_success"

@@ -63,7 +63,7 @@ SUCCESS_RE = re.compile(
     r"clean|cleaned|heat|heated|cool|cooled|use|used|get|got|place|placed|pick|picked|toggle|slice)|"
     r"i(?:'m| am) done|all done|^done|succeeded|successfully|it worked|"
     r"(?:task|goal|job) (?:is |has been )?(?:complete|completed|finished|done|accomplished)|"
-    r"i(?:'ve| have) (?:put|placed|taken|cleaned|heated|cooled|finished|completed))\b"
+    r"i(?:'ve| have) (?:put|placed|taken|cleaned|heated|cooled|finished|completed|selected|chosen|clicked))\b"
     r"|找到了|已找到|完成了|已完成|成功|搞定|已经(?:拿|放|找|打开|完成)",
     re.IGNORECASE,
 )
