@@ -91,7 +91,7 @@ def caught(
     # ("go to diningtable 1", 2, 3: "Nothing happens.") and then a call that
     # works is exploration the environment corrected; a run that never gets
     # a call to work again never came back.
-    if not any(a.kind == "action" and b.kind == "observation" and not failed(b, a) for a, b in zip(later, later[1:])):
+    if not any(a.kind == "action" and b.kind == "observation" and not failed(b, a) for a, b in zip(later, later[1:], strict=False)):
         return None
     for step in later:
         if step.kind == "observation":
