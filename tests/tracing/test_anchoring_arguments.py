@@ -228,3 +228,17 @@ def test_huge_binary_and_mixed_language_arguments_give_a_report():
     )
     rep = run.report(task="查看订单")
     assert rep.first_break in (None, 3, 4)
+
+
+ROOM = ("You are in the middle of a room. Looking quickly around you, you see a drawer 2, a drawer 1, "
+        "a countertop 1, and a fridge 1. Your task is to: put a mug in the fridge.")
+
+
+def test_a_place_the_room_listing_lacks_is_made_up_but_only_where_there_is_a_listing():
+    run = Run().command("go to drawer 7", "go to").result("go to", "On the drawer 7, you see a mug 2.")
+    report = run.report(task=ROOM)
+    assert report.first_break == 0 and report.evidence["unseen"] == ["drawer 7"]
+    assert run.report(task="put a mug in the fridge.").first_break is None  # no listing: nothing to judge by
+    assert Run().command("go to drawer 2", "go to").result("go to", "The drawer 2 is closed.").report(
+        task=ROOM).first_break is None
+    assert [u.value for u in command_objects("take mug 2 from drawer 7", places=True)] == ["mug 2", "drawer 7"]

@@ -79,6 +79,8 @@ HANDLE_VERBS = frozenset([
 ])
 # Text-mode verbs that name a place or container ("go to drawer 7", "open fridge 2").
 PLACE_VERBS = frozenset(["go", "open", "close", "examine"])
+# Instances ("drawer 3") the opening names for it to count as a listing of places.
+MIN_LISTED_PLACES = 3
 # Keys whose value is prose, not a value that must have been read.
 _PROSE_KEYS = frozenset(["content", "message", "text", "summary", "reason", "note", "notes", "query", "thought",
                          "description", "comment", "answer", "response", "explanation", "code", "command", "sql",
@@ -146,15 +148,20 @@ def call_identifiers(tool: str | None, args: Any) -> list[Unseen]:
     return out
 
 
-def command_objects(text: str) -> list[Unseen]:
+def command_objects(text: str, places: bool = False) -> list[Unseen]:
     """The objects and places a text-mode command names ("take mug 2 from
     shelf 1" -> mug 2, shelf 1; "go to drawer 7" -> drawer 7): each one is
-    in the room's listing or a result, or the agent made it up."""
+    in the room's listing or a result, or the agent made it up. Without
+    ``places``, only the object handled ("take mug 2 from shelf 1" -> mug 2)."""
     low = text.strip().lower()
     verb = low.split(" ", 1)[0] if low else ""
-    if verb not in HANDLE_VERBS and verb not in PLACE_VERBS:
+    if places and (verb in HANDLE_VERBS or verb in PLACE_VERBS):
+        return [Unseen(value=f"{m.group(1)} {m.group(2)}", key="") for m in _INSTANCE_RE.finditer(low[len(verb):])]
+    if verb not in HANDLE_VERBS:
         return []
-    return [Unseen(value=f"{m.group(1)} {m.group(2)}", key="") for m in _INSTANCE_RE.finditer(low[len(verb):])]
+    head = re.split(r"\s+(?:from|in|on|in/on|into|onto|with|to|under)\s+", low, maxsplit=1)[0]
+    found = _INSTANCE_RE.search(head[len(verb):])
+    return [Unseen(value=f"{found.group(1)} {found.group(2)}", key="")] if found else []
 
 
 # Shell programs: a command that starts with one of them is a shell command
@@ -278,8 +285,10 @@ def _has_token(text: str, low: str) -> bool:
     return False
 
 
-def unseen_values(evidence: ArgumentEvidence, tool: str | None, args: Any, text: str) -> list[Unseen]:
-    """The identifiers of a call that no evidence holds."""
+def unseen_values(evidence: ArgumentEvidence, tool: str | None, args: Any, text: str,
+                  places: bool = False) -> list[Unseen]:
+    """The identifiers of a call that no evidence holds; with ``places``, the
+    places a text-mode command names too."""
     if isinstance(args, dict):
         found = call_identifiers(tool, args)
     else:
@@ -288,7 +297,7 @@ def unseen_values(evidence: ArgumentEvidence, tool: str | None, args: Any, text:
         if arg and _is_identifier(arg) and not any(w in name for w in _QUERY_TOOLS):
             found = [Unseen(value=arg, key="")]  # click[B07MTPW3Z7]
         else:
-            found = command_objects(text or arg)
+            found = command_objects(text or arg, places)
     return [u for u in found if not evidence.holds(u.value)]
 
 
@@ -310,6 +319,10 @@ class ArgumentCheck:
         # Whether anything was given at all: a trace that opens on a call,
         # with no task and no context, lacks its opening; nothing to judge by.
         self.given = bool(opening.strip())
+        # Places are judged only against a listing of them ("you see a
+        # cabinet 6, …, a drawer 1"): a trace whose opening lacks the room's
+        # description says nothing about which places there are.
+        self.places = len(_INSTANCE_RE.findall(opening.lower())) >= MIN_LISTED_PLACES
         # A shell command reading a file never listed waits for its result:
         # a guess that fails is exploration, one that works read a name it
         # had not seen. (call step, unseen files, command text)
@@ -349,7 +362,7 @@ class ArgumentCheck:
         carries an identifier no evidence holds. The step is the call's, or
         that of the statement of the same turn that first named the value
         ("Now I find an apple (1)." before "take apple 1 from countertop 3")."""
-        unseen = unseen_values(self.evidence, tool, args, text) if self.given else []
+        unseen = unseen_values(self.evidence, tool, args, text, self.places) if self.given else []
         if not unseen and self.given and isinstance(args, str):
             files = [u for u in command_files(args or text) if not self.evidence.holds(u.value)]
             self.pending = (index, files, text or args) if files else None
