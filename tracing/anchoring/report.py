@@ -742,10 +742,10 @@ def anchor_report(
     return run.report()
 
 
-
 def _names_id(text: str, ident: str) -> bool:
     """Whether ``text`` (lower case, '#' removed) names the record id ``ident`` as a whole word."""
     return re.search(rf"(?<![\w#]){re.escape(ident.lstrip('#'))}\b", text) is not None
+
 
 class _Pass:
     """One pass over a run; ``feed`` each step in order, then ``report``."""

@@ -25,8 +25,6 @@ from tracing.steps import Step
 # acts on: the only kind a failed call can refute.
 SLIP_PATTERNS = ("unobserved_argument", "unconfirmed_success")
 
-AGENT_KINDS = ("thought", "action", "final")
-
 
 def _names(text: str, value: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text) is not None
@@ -70,10 +68,10 @@ def caught(
     pos = next((i for i, s in enumerate(steps) if s.index == at), None)
     if pos is None:
         return None
-    # The call that acts on the lapse: the step itself, or the next one before any result.
+    # The call that acts on the lapse: the step itself, or the next one after thoughts.
     call_pos = pos
     while call_pos < len(steps) and steps[call_pos].kind != "action":
-        if steps[call_pos].kind not in AGENT_KINDS or steps[call_pos].kind == "final":
+        if steps[call_pos].kind != "thought":
             return None
         call_pos += 1
     if call_pos + 1 >= len(steps):
@@ -82,24 +80,26 @@ def caught(
     used = [v for v in values if _names(_call_text(call), v)]
     if not used or result.kind != "observation" or not failed(result, call):
         return None
-    # Dropped: until a result shows the value, no call acts on it and no
-    # statement asserts it ("Now I take a cd (3)."). Planning to check it ("I
-    # need to check the knife (1) is in the countertop 2") follows the
-    # refutation rather than ignoring it.
-    later = list(steps[call_pos + 2:])
+    later = steps[call_pos + 2:]
     # Back on track: a later call works. Guesses refuted one after another
     # ("go to diningtable 1", 2, 3: "Nothing happens.") and then a call that
     # works is exploration the environment corrected; a run that never gets
     # a call to work again never came back.
-    if not any(a.kind == "action" and b.kind == "observation" and not failed(b, a) for a, b in zip(later, later[1:], strict=False)):
+    pairs = zip(later, later[1:], strict=False)
+    if not any(a.kind == "action" and b.kind == "observation" and not failed(b, a) for a, b in pairs):
         return None
+    # Dropped: until a result shows the value, no call acts on it and no
+    # statement asserts it ("Now I take a cd (3)."). Planning to check it ("I
+    # need to check the knife (1) is in the countertop 2") follows the
+    # refutation rather than ignoring it.
     for step in later:
         if step.kind == "observation":
             if any(_names((step.text or "").lower(), v) for v in used):
                 break
-            continue
-        if step.kind == "action" and any(_names(_call_text(step), v) for v in used):
-            return None
-        if step.kind != "action" and any(_names(_plain(c), v) for c in claims(step.text or "") for v in used):
-            return None
+        elif step.kind == "action":
+            if any(_names(_call_text(step), v) for v in used):
+                return None
+        elif any(_names(_plain(step.text or ""), v) for v in used) and any(
+                _names(_plain(c), v) for c in claims(step.text or "") for v in used):
+            return None  # sentences are split only for a step that names the value at all
     return {"call_step": call.index, "refuted_at": result.index, "values": used}
