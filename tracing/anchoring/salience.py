@@ -410,69 +410,72 @@ def extract(text: str) -> Salient:
         if prev_lower is not None and blank:
             out.pairs.add(f"{prev_lower} {lower}")
         prev_lower = lower
-        if _INNER_PUNCT_RE.search(lower):
-            out.words.update(_INNER_PUNCT_RE.split(lower))
         # A span continues across plain spaces only; punctuation such as
         # commas or brackets ends a name.
         joined = blank and not sentence_start
-        if "," in word and _is_number(word) and not _THOUSANDS_RE.match(word):
-            # "(4,8)" and "3,4,6" are lists of numbers, not 48 and 346.
-            out.numbers.update(normalize_number(p) for p in word.split(",") if p)
-            if span:
-                close_span()
-            prev_word = word
-            continue
-        if _is_number(word):
-            number = normalize_number(word)
-            out.numbers.add(number)
-            digits = len(number.replace(".", ""))
-            if (
-                prev_word is not None
-                and digits <= MAX_ID_NUMBER_DIGITS
-                and gap.strip() in ("", "(", "#")
-                and prev_word.lower() not in EN_STOP_WORDS
-                and prev_word.lower() not in MONTHS
-                and not _is_number(prev_word)
-            ):
-                out.ids.add(f"{prev_word.lower()} {number}")
-            if span:
-                close_span()
-            prev_word = word
-            continue
-        if _RANGE_RE.match(word):
-            # "drawer (1-10)", "1990-1995": a range is its end points.
-            out.numbers.update(normalize_number(part) for part in word.split("-"))
-            if span:
-                close_span()
-            prev_word = word
-            continue
-        if _has_digit(word) and len(word) <= 2:
-            # "0b", "3d", "x2": too short to name a thing.
-            out.words.add(lower)
-            if span:
-                close_span()
-            prev_word = word
-            continue
-        if _has_digit(word):
-            measure = _MEASURE_RE.match(lower)
-            if measure:
-                # "750ml", "16gb", "20h", "500-piece": a quantity with its unit,
-                # checked as the number (the unit may come from a key name).
-                out.numbers.add(normalize_number(measure.group(1)))
-                out.words.add(measure.group(2))
-            elif "-" in lower and all(_MEASURE_RE.match(p) or p.isalpha() for p in lower.split("-") if p):
-                # "3g-only", "2-piece-set": measures and words joined.
-                for part in filter(None, lower.split("-")):
-                    m2 = _MEASURE_RE.match(part)
-                    if m2:
-                        out.numbers.add(normalize_number(m2.group(1)))
-                    out.words.add(part)
-            else:
-                out.ids.add(lower)
-            if span:
-                close_span()
-            prev_word = word
-            continue
+        if not word.isalpha():
+            # Plain words (most tokens) carry no digits and no inner
+            # punctuation: only the name span and the terms below apply.
+            if _INNER_PUNCT_RE.search(lower):
+                out.words.update(_INNER_PUNCT_RE.split(lower))
+            if "," in word and _is_number(word) and not _THOUSANDS_RE.match(word):
+                # "(4,8)" and "3,4,6" are lists of numbers, not 48 and 346.
+                out.numbers.update(normalize_number(p) for p in word.split(",") if p)
+                if span:
+                    close_span()
+                prev_word = word
+                continue
+            if _is_number(word):
+                number = normalize_number(word)
+                out.numbers.add(number)
+                digits = len(number.replace(".", ""))
+                if (
+                    prev_word is not None
+                    and digits <= MAX_ID_NUMBER_DIGITS
+                    and gap.strip() in ("", "(", "#")
+                    and prev_word.lower() not in EN_STOP_WORDS
+                    and prev_word.lower() not in MONTHS
+                    and not _is_number(prev_word)
+                ):
+                    out.ids.add(f"{prev_word.lower()} {number}")
+                if span:
+                    close_span()
+                prev_word = word
+                continue
+            if _RANGE_RE.match(word):
+                # "drawer (1-10)", "1990-1995": a range is its end points.
+                out.numbers.update(normalize_number(part) for part in word.split("-"))
+                if span:
+                    close_span()
+                prev_word = word
+                continue
+            if _has_digit(word) and len(word) <= 2:
+                # "0b", "3d", "x2": too short to name a thing.
+                out.words.add(lower)
+                if span:
+                    close_span()
+                prev_word = word
+                continue
+            if _has_digit(word):
+                measure = _MEASURE_RE.match(lower)
+                if measure:
+                    # "750ml", "16gb", "20h", "500-piece": a quantity with its unit,
+                    # checked as the number (the unit may come from a key name).
+                    out.numbers.add(normalize_number(measure.group(1)))
+                    out.words.add(measure.group(2))
+                elif "-" in lower and all(_MEASURE_RE.match(p) or p.isalpha() for p in lower.split("-") if p):
+                    # "3g-only", "2-piece-set": measures and words joined.
+                    for part in filter(None, lower.split("-")):
+                        m2 = _MEASURE_RE.match(part)
+                        if m2:
+                            out.numbers.add(normalize_number(m2.group(1)))
+                        out.words.add(part)
+                else:
+                    out.ids.add(lower)
+                if span:
+                    close_span()
+                prev_word = word
+                continue
         if _is_cap(word):
             if span and joined:
                 span.extend(pending_connectors)
