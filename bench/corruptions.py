@@ -21,7 +21,10 @@ requery               a call and its (usable) result are inserted again after a
                       later result, with no user turn or write call between;
                       the re-issued call is the break.
 changed_claim         a grounded number or name in a prose sentence of a
-                      statement is replaced by one no evidence contains.
+                      statement is replaced by one no evidence contains. A
+                      name is a capitalised word the source never writes in
+                      lower case, and so is its replacement, drawn from the
+                      names the source's statements use mid-sentence.
 false_success         a success claim, in the run's own statement form, is
                       inserted right after a failed result (or after a result
                       replaced by a failed one of the same source).
@@ -293,6 +296,10 @@ _STOP = frozenset(
 _NUMERIC_ID_RE = re.compile(r"[\w#@.:/+-]*\d[\w#@.:/+-]*")
 _SNAKE_RE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 _NAME_RE = re.compile(r"\b[A-Z][a-zA-Z]{2,}\b")
+# A capitalised word inside a sentence (not after . ! ? or a line start), and lower-case words.
+_MID_NAME_RE = re.compile(r"(?<=[\w,;:'\"’”)] )([A-Z][a-z]{3,})\b")
+_LOWER_WORD_RE = re.compile(r"\b[a-z]{2,}\b")
+_CODE_WORD_RE = re.compile(r"^(?:True|False|None|[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,3})$")
 _ID_KEY_RE = re.compile(r"(?:^|_)(?:id|uuid)$|[a-z]Id$|ID$", re.I)
 
 
@@ -678,11 +685,14 @@ class Pools:
     errors: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # error or empty, not rejections
     names: list[str] = field(default_factory=list)
+    # Every word the source writes in lower case (statements and results).
+    lower_words: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, runs: list[Run]) -> Pools:
         pools = cls()
         names: set[str] = set()
+        lower_words: set[str] = set()
         for run in runs:
             for r, reading in run.readings.items():
                 text = run.steps[r].text or ""
@@ -695,9 +705,16 @@ class Pools:
                 if reading.status in ("error", "empty") and not reading.rejected and text.strip():
                     pools.failures.append(text)
             for s in run.steps:
+                text = (statement_text(s) if is_statement(s) else s.text or "")[:MAX_SCAN]
+                lower_words.update(_LOWER_WORD_RE.findall(text))
                 if is_statement(s):
-                    names.update(m.group(0) for m in re.finditer(r"\b[A-Z][a-z]{3,}\b", statement_text(s)[:MAX_SCAN]))
-        pools.names = sorted(n for n in names if n.lower() not in _STOP)
+                    names.update(m.group(1) for m in _MID_NAME_RE.finditer(text))
+        # A name, not a word that opens a sentence or a common noun written
+        # with a capital ("Observation", "Thus", "Update"): a word of the
+        # source that is never written in lower case. A hallucinated name is
+        # another name, not "Moving".
+        pools.lower_words = frozenset(lower_words)
+        pools.names = sorted(n for n in names if n.lower() not in _STOP and n.lower() not in lower_words)
         # Duplicates would weight the draw towards the commonest message.
         pools.errors = sorted(set(pools.errors))
         pools.failures = sorted(set(pools.failures))
@@ -793,6 +810,10 @@ def changed_claim(run: Run, pools: Pools) -> Iterator[Candidate]:
             for name in _NAME_RE.finditer(sentence):
                 old = name.group(0)
                 if not sentence[: name.start()].strip() or old.lower() in _STOP or old.lower() not in evidence:
+                    continue
+                if old.lower() in pools.lower_words or _CODE_WORD_RE.match(old):
+                    # "List", "State": a word of the source, not a name; "False",
+                    # "IndexError", "SIM": a literal, a class, a code.
                     continue
                 yield Candidate(pos, _changed_name(run, pos, old, evidence, pools))
 

@@ -245,3 +245,33 @@ def test_false_success_speaks_in_the_runs_own_form():
 )
 def test_reports_done(verb, text, done):
     assert C.reports_done(verb, text) is done
+
+
+def thought(text: str) -> Step:
+    return S("thought", text)
+
+
+def test_changed_claim_draws_names_the_source_never_writes_in_lower_case():
+    run = run_of(
+        thought("I need to search Jessica Jones."),
+        S("action", "Search[Jessica Jones]", tool="Search", args="Jessica Jones"),
+        S("observation", "Jessica Jones is a series. Observation shows the state of it.", tool="Search"),
+        thought("The series Jessica Jones stars Krysten Ritter. So the observation says the state."),
+    )
+    pools = C.Pools.of([run])
+    # "Observation" is written "observation" too, and "So" opens a sentence: not names.
+    assert "Krysten" in pools.names and "Ritter" in pools.names
+    assert "Observation" not in pools.names and "State" not in pools.names
+
+
+@pytest.mark.parametrize(("word", "changed"), [("False", False), ("IndexError", False), ("SIM", False),
+                                             ("List", False), ("Zorro", True)])
+def test_changed_claim_leaves_literals_classes_codes_and_common_words(word, changed):
+    run = run_of(
+        thought("I will run it."),
+        S("action", "print(f(1))", tool="execute", args="print(f(1))"),
+        S("observation", f"Result {word}; a list of things", tool="execute"),
+        thought(f"The output is {word} as shown."),
+    )
+    pools = C.Pools(names=["Zanzibar"], lower_words=frozenset({"list"}))
+    assert bool(list(C.changed_claim(run, pools))) is changed

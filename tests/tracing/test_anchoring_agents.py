@@ -898,3 +898,53 @@ def test_an_option_claimed_selected_after_the_click_was_refused():
     rep = base.result("click", "Invalid action!").thought("I have selected x-large, and the item now matches.").report(
         "a black shirt in x-large")
     assert rep.first_break == 4 and rep.evidence["pattern"] == "unconfirmed_success"
+
+
+CUSTOMER = {"customer_id": "C1", "phone_number": "555-123-2002", "account_status": "Active",
+            "line_ids": ["L1", "L2"]}
+LINES = [{"line_id": "L1", "phone_number": "555-123-2001", "status": "Active"},
+         {"line_id": "L2", "phone_number": "555-123-2002", "status": "Suspended"}]
+
+
+def _telecom_run() -> Run:
+    run = Run().call("get_customer_by_phone", {"phone_number": "555-123-2002"}).result(
+        "get_customer_by_phone", CUSTOMER)
+    for line in LINES:
+        run = run.call("get_details_by_id", {"id": line["line_id"]}).result("get_details_by_id", line)
+    return run
+
+
+@pytest.mark.parametrize(("reply", "slip"), [
+    ("Your line (555-123-2002) is currently active.", True),
+    ("Your line (555-123-2002) is currently suspended.", False),
+    # The number is the customer's too: without the kind named, which record is meant is open.
+    ("The account for 555-123-2002 is active.", False),
+])
+def test_a_number_two_records_hold_names_the_one_whose_kind_the_sentence_says(reply, slip):
+    rep = _telecom_run().reply(reply).report()
+    assert (rep.first_break == 6 and rep.evidence["pattern"] == "wrong_record") is slip, rep.reason
+    if slip:
+        assert "l2" in rep.reason.lower() and "suspended" in rep.reason.lower()
+
+
+CARDS = {"user_id": "u1", "payment_methods": {
+    "credit_card_1": {"id": "credit_card_1", "source": "credit_card", "brand": "mastercard", "last_four": "8484"},
+    "credit_card_2": {"id": "credit_card_2", "source": "credit_card", "brand": "visa", "last_four": "6791"}}}
+
+
+@pytest.mark.parametrize(("reply", "slip"), [
+    ("The payment was made using your Visa ending in 8484.", True),
+    ("The payment was made using your Mastercard ending in 8484.", False),
+    ("I can refund it to your Visa ending in 6791.", False),
+])
+def test_a_cards_last_four_digits_name_the_card(reply, slip):
+    run = Run().call("get_user_details", {"user_id": "u1"}).result("get_user_details", CARDS)
+    rep = run.reply(reply).report()
+    assert (rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record") is slip, rep.reason
+
+
+def test_a_measure_written_with_its_unit_is_the_number_a_record_holds():
+    from tracing.anchoring.records import _sentence_terms
+
+    terms = _sentence_terms('The 500-piece "art" puzzle, 2-pack, x-large.')
+    assert {"500", "2", "500-piece"} <= terms and "x" not in terms - {"x-large"}

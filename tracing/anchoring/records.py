@@ -39,6 +39,8 @@ MIN_MIXED_VALUES = 3
 _GENERIC_VALUES = frozenset({"true", "false", "none", "null", "yes", "no", "0", "n/a", ""})
 
 _NUM_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
+# Field names that hold a card's last digits ("last_four", "account_number_last_4").
+_LAST_FOUR_RE = re.compile(r"last_?(?:four|4)", re.I)
 # A letter and a digit: a model or grade code ("i9"), not a quantity ("1l" is 1000ml).
 _SHORT_CODE_RE = re.compile(r"^[a-z]\d$")
 
@@ -177,6 +179,9 @@ def _sentence_terms(sentence: str) -> set[str]:
             out.add(norm_value(float(w.replace(",", ""))) if "." in w else w.replace(",", "").lstrip("0") or "0")
         if w.startswith("#"):
             out.add(w[1:])
+        head, dash, _ = w.partition("-")
+        if dash and head.isdigit():
+            out.add(head.lstrip("0") or "0")  # "500-piece" is the 500 a record holds
     for n in (2, 3):
         out.update(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
     return out
@@ -255,6 +260,15 @@ _IDENTIFIER_RE = re.compile(
 )
 
 
+def _kind_word(kind: str) -> str:
+    """The noun a record kind is named by in prose: "line_id" -> "line", "orderId" -> "order"."""
+    low = kind.lower()
+    for suffix in ("_id", "id"):
+        if low.endswith(suffix) and len(low) > len(suffix):
+            return low[: -len(suffix)]
+    return ""
+
+
 def _distinctive(value: str) -> bool:
     """A value that can name its record in a sentence: a word or name of some
     length, not a bare number (a price is shared by chance)."""
@@ -284,6 +298,9 @@ class RecordIndex:
     # Names of the records inside each record (an order's items), and every such name.
     members: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     member_names: set[str] = field(default_factory=set)
+    # A card's last four digits ("your Visa ending in 8484") name the card
+    # as an id does, though a bare number elsewhere is shared by chance.
+    card_digits: set[str] = field(default_factory=set)
 
     def add(self, data: Any, step: int) -> None:
         changed: list[tuple[str, str]] = []
@@ -310,6 +327,8 @@ class RecordIndex:
                     self.members.setdefault(rec.parent, set()).add(name)
                     self.member_names.add(name)
             for name, vals in rec.fields.items():
+                if _LAST_FOUR_RE.search(name):
+                    self.card_digits.update(v for v in vals if len(v) == 4 and v.isdigit())
                 for v in vals:
                     if _pins(v):
                         self.owners.setdefault(v, set()).add((rec.kind, rec.ident, name))
@@ -323,12 +342,16 @@ class RecordIndex:
         one card is a Mastercard)."""
         out = [rec for (kind, ident), rec in self.latest.items() if ident in terms and len(ident) >= MIN_VALUE_CHARS]
         for term in sorted(terms):
-            if not _IDENTIFIER_RE.match(term) and not (by_value and _distinctive(term)):
+            if not _IDENTIFIER_RE.match(term) and term not in self.card_digits and not (by_value and _distinctive(term)):
                 continue
             owners = self.owners.get(term)
-            if owners and len({(k, i) for k, i, _ in owners}) == 1:
-                kind, ident, _ = next(iter(owners))
-                rec = self.latest.get((kind, ident))
+            holders = {(k, i) for k, i, _ in owners or ()}
+            if len(holders) > 1:
+                # A phone number is the customer's and the line's: "your line
+                # (555-123-2002)" names the one whose kind the sentence says.
+                holders = {(k, i) for k, i in holders if _kind_word(k) in terms}
+            if len(holders) == 1:
+                rec = self.latest.get(next(iter(holders)))
                 if rec is not None and rec not in out:
                     out.append(rec)
         return out
