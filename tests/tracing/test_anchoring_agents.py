@@ -948,3 +948,13 @@ def test_a_measure_written_with_its_unit_is_the_number_a_record_holds():
 
     terms = _sentence_terms('The 500-piece "art" puzzle, 2-pack, x-large.')
     assert {"500", "2", "500-piece"} <= terms and "x" not in terms - {"x-large"}
+
+
+def test_a_whole_number_is_not_grounded_as_a_rounded_quotient():
+    product = {"product_id": "p1", "name": "HDMI cable", "price": 62.93, "pack": "10-pack", "length": "6 feet"}
+    run = Run().call("get_product_details", {"product_id": "p1"}).result("get_product_details", product)
+    # 62.93 / 5 = 12.59: rounding it to 13 would ground any whole number.
+    assert run.thought("The cable is 13 feet long and comes in a 5 pack.").report().first_break == 2
+    even = {"product_id": "p2", "name": "Box", "price": 120, "count": 8}
+    run = Run().call("get_product_details", {"product_id": "p2"}).result("get_product_details", even)
+    assert run.thought("At 120 for 8 boxes, that is 15 each.").report().first_break is None

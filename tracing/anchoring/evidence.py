@@ -66,6 +66,11 @@ DECIMAL_POOL = 400
 # "1800 + 7" because some 7 was seen somewhere.
 SMALL_OPERAND = 12
 
+# How far a quotient may be from the whole number written for it ("12 per
+# box" for 60 / 5, or 59.9 / 5 read off rounded prices): rounding 12.586 up to
+# 13 would ground any whole number as some price over some count.
+WHOLE_RATIO_SLACK = 0.05
+
 # A code is 2 to 5 capital letters ("ATL", "PHL", "NYSE"); longer caps are words.
 _CODE_RE = re.compile(r"\b[A-Z]{2,5}\b")
 _ISO_DATE_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -197,9 +202,9 @@ class Evidence:
                     continue
                 if _matches(a * b, written) or _matches(a * b / 100, written):
                     return True
-                if b and (_matches(a / b, written) or _matches(100 * a / b, written)):
+                if b and (_ratio_matches(a / b, written) or _matches(100 * a / b, written)):
                     return True
-                if a and (_matches(b / a, written) or _matches(100 * b / a, written)):
+                if a and (_ratio_matches(b / a, written) or _matches(100 * b / a, written)):
                     return True
         return False
 
@@ -318,6 +323,18 @@ def _matches(derived: float, written: str) -> bool:
     """The derived value as the agent would write it: rounded to the decimals it wrote."""
     try:
         return round(derived, _decimals(written)) == float(written)
+    except (ValueError, OverflowError):
+        return False
+
+
+def _ratio_matches(derived: float, written: str) -> bool:
+    """A quotient written as a whole number divides (almost) evenly: "5 packs
+    of 13" is not 62.93 / 5. Percentages and amounts with decimals are rounded
+    as written (``_matches``)."""
+    if "." in written:
+        return _matches(derived, written)
+    try:
+        return abs(derived - float(written)) <= WHOLE_RATIO_SLACK
     except (ValueError, OverflowError):
         return False
 
