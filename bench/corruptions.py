@@ -24,7 +24,11 @@ changed_claim         a grounded number or name in a prose sentence of a
                       statement is replaced by one no evidence contains. A
                       name is a capitalised word the source never writes in
                       lower case, and so is its replacement, drawn from the
-                      names the source's statements use mid-sentence.
+                      names the source's statements use mid-sentence; not a
+                      literal, class, abbreviation, month or weekday. Plans,
+                      code lines and statements of absence ("I cannot find
+                      X") are not claims; the value is changed in the chosen
+                      sentence.
 false_success         a success claim, in the run's own statement form, is
                       inserted right after a failed result (or after a result
                       replaced by a failed one of the same source).
@@ -299,7 +303,21 @@ _NAME_RE = re.compile(r"\b[A-Z][a-zA-Z]{2,}\b")
 # A capitalised word inside a sentence (not after . ! ? or a line start), and lower-case words.
 _MID_NAME_RE = re.compile(r"(?<=[\w,;:'\"’”)] )([A-Z][a-z]{3,})\b")
 _LOWER_WORD_RE = re.compile(r"\b[a-z]{2,}\b")
-_CODE_WORD_RE = re.compile(r"^(?:True|False|None|[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,3})$")
+# Literals, classes and abbreviations ("SIM", "MMSC": three letters at most,
+# or five with no vowel), months and weekdays: not names a claim rests on.
+_CODE_WORD_RE = re.compile(
+    r"^(?:True|False|None|[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,3}|[B-DF-HJ-NP-TV-Z]{4,5}"
+    r"|(?:January|February|March|April|May|June|July|August|September|October|November|December"
+    r"|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday))$"
+)
+# A line of code inside a thought ("    return res % 9"): not a prose claim.
+_CODE_LINE_RE = re.compile(r"^(?: {4}|\t)|^\s*(?:return|def|import|from|for|while|if|elif|else|print|assert)\b(?!\s+[A-Z])")
+# "I cannot find X", "the paragraph does not mention X": nothing is asserted of X.
+_ABSENCE_RE = re.compile(
+    r"\b(?:can ?not|can't|could not|couldn't|unable to) (?:find|locate|see)\b|\b(?:does|did|do) not (?:mention|say|say anything"
+    r"|list|include|contain|show)\b|\bnot (?:mentioned|listed|found|included)\b|\bno (?:mention|information|results?)\b",
+    re.I,
+)
 _ID_KEY_RE = re.compile(r"(?:^|_)(?:id|uuid)$|[a-z]Id$|ID$", re.I)
 
 
@@ -714,7 +732,9 @@ class Pools:
         # source that is never written in lower case. A hallucinated name is
         # another name, not "Moving".
         pools.lower_words = frozenset(lower_words)
-        pools.names = sorted(n for n in names if n.lower() not in _STOP and n.lower() not in lower_words)
+        pools.names = sorted(
+            n for n in names if n.lower() not in _STOP and n.lower() not in lower_words and not _CODE_WORD_RE.match(n)
+        )
         # Duplicates would weight the draw towards the commonest message.
         pools.errors = sorted(set(pools.errors))
         pools.failures = sorted(set(pools.failures))
@@ -801,12 +821,13 @@ def changed_claim(run: Run, pools: Pools) -> Iterator[Candidate]:
         text = statement_text(s)[:MAX_SCAN]
         for m in _SENTENCE_RE.finditer(text):
             sentence = m.group(0)
-            if _PLANNING_RE.search(sentence) or _CODE_CHARS_RE.search(sentence):
+            if _PLANNING_RE.search(sentence) or _CODE_CHARS_RE.search(sentence) or _CODE_LINE_RE.match(sentence) \
+                    or _ABSENCE_RE.search(sentence):
                 continue
             for num in re.finditer(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?![\w]|\.\d)", sentence):
                 old = num.group(0)
                 if old.replace(",", "").lower() in evidence or old.lower() in evidence:
-                    yield Candidate(pos, _changed_number(run, pos, old, evidence))
+                    yield Candidate(pos, _changed_number(run, pos, old, evidence, sentence))
             for name in _NAME_RE.finditer(sentence):
                 old = name.group(0)
                 if not sentence[: name.start()].strip() or old.lower() in _STOP or old.lower() not in evidence:
@@ -815,10 +836,31 @@ def changed_claim(run: Run, pools: Pools) -> Iterator[Candidate]:
                     # "List", "State": a word of the source, not a name; "False",
                     # "IndexError", "SIM": a literal, a class, a code.
                     continue
-                yield Candidate(pos, _changed_name(run, pos, old, evidence, pools))
+                yield Candidate(pos, _changed_name(run, pos, old, evidence, pools, sentence))
 
 
-def _changed_number(run: Run, pos: int, old: str, evidence: set[str]) -> Callable[[random.Random], Built | None]:
+def _in_sentence(step: Step, sentence: str, old: str, new: str) -> Step:
+    """The step with ``old`` changed inside ``sentence`` (the claim chosen),
+    not at its first occurrence in the step, which may sit in code or a quote."""
+    changed = value_pattern(old).sub(lambda m: _styled(new, m.group(0)), sentence, count=1)
+    if changed == sentence or sentence not in (step.text or ""):
+        return replace_value(step, old, new)
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(sentence, changed, 1)
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return replace(step, text=(step.text or "").replace(sentence, changed, 1), args=walk(step.args))
+
+
+def _changed_number(
+    run: Run, pos: int, old: str, evidence: set[str], sentence: str
+) -> Callable[[random.Random], Built | None]:
     def build(rng: random.Random) -> Built | None:
         base = float(old.replace(",", ""))
         for _ in range(50):
@@ -826,7 +868,7 @@ def _changed_number(run: Run, pos: int, old: str, evidence: set[str]) -> Callabl
             new = str(value)
             if value >= 0 and new not in evidence and new != old:
                 steps = list(run.steps)
-                steps[pos] = replace_value(steps[pos], old, new)
+                steps[pos] = _in_sentence(steps[pos], sentence, old, new)
                 return steps, pos, f"{old!r} -> {new!r} in step {pos}"
         return None
 
@@ -834,7 +876,7 @@ def _changed_number(run: Run, pos: int, old: str, evidence: set[str]) -> Callabl
 
 
 def _changed_name(
-    run: Run, pos: int, old: str, evidence: set[str], pools: Pools
+    run: Run, pos: int, old: str, evidence: set[str], pools: Pools, sentence: str
 ) -> Callable[[random.Random], Built | None]:
     def build(rng: random.Random) -> Built | None:
         choices = [n for n in pools.names if n.lower() not in evidence and n != old]
@@ -842,7 +884,7 @@ def _changed_name(
             return None
         new = rng.choice(choices)
         steps = list(run.steps)
-        steps[pos] = replace_value(steps[pos], old, new)
+        steps[pos] = _in_sentence(steps[pos], sentence, old, new)
         return steps, pos, f"{old!r} -> {new!r} in step {pos}"
 
     return build

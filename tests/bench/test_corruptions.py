@@ -275,3 +275,32 @@ def test_changed_claim_leaves_literals_classes_codes_and_common_words(word, chan
     )
     pools = C.Pools(names=["Zanzibar"], lower_words=frozenset({"list"}))
     assert bool(list(C.changed_claim(run, pools))) is changed
+
+
+@pytest.mark.parametrize("sentence", [
+    "I cannot find anything about Zorro Jones.",
+    "The paragraph does not mention Zorro Jones.",
+    "Zorro Jones is not mentioned in the observation.",
+    "    return Zorro",
+])
+def test_changed_claim_leaves_absence_and_code(sentence):
+    run = run_of(
+        thought("I will look."),
+        S("action", "Search[Zorro Jones]", tool="Search", args="Zorro Jones"),
+        S("observation", "Zorro Jones is a fox.", tool="Search"),
+        thought(sentence),
+    )
+    assert not list(C.changed_claim(run, C.Pools(names=["Zanzibar"])))
+
+
+def test_changed_claim_changes_the_value_in_the_sentence_it_chose():
+    run = run_of(
+        thought("I will look."),
+        S("action", "Search[Zorro]", tool="Search", args="Zorro"),
+        S("observation", "Zorro is a fox from Spain.", tool="Search"),
+        thought("Search[Zorro] gave a page.\nSo the fox called Zorro is from Spain."),
+    )
+    cands = [c for c in C.changed_claim(run, C.Pools(names=["Zanzibar"]))]
+    built = [c.build(C.rng_for(1, "s", "r1", "changed_claim")) for c in cands]
+    texts = {b[0][3].text for b in built if b}
+    assert "Search[Zorro] gave a page.\nSo the fox called Zanzibar is from Spain." in texts
