@@ -300,7 +300,7 @@ def test_changed_claim_changes_the_value_in_the_sentence_it_chose():
         S("observation", "Zorro is a fox from Spain.", tool="Search"),
         thought("Search[Zorro] gave a page.\nSo the fox called Zorro is from Spain."),
     )
-    cands = [c for c in C.changed_claim(run, C.Pools(names=["Zanzibar"]))]
+    cands = list(C.changed_claim(run, C.Pools(names=["Zanzibar"])))
     built = [c.build(C.rng_for(1, "s", "r1", "changed_claim")) for c in cands]
     texts = {b[0][3].text for b in built if b}
     assert "Search[Zorro] gave a page.\nSo the fox called Zanzibar is from Spain." in texts
