@@ -17,6 +17,7 @@ ANCHOR_LABELS = {
     "untested_claim": "claimed it works before running it",
     "unobserved_argument": "acted on a value it never saw",
     "slip": "a slip the next result caught",
+    "against_conclusion": "answered against its own conclusion",
 }
 
 

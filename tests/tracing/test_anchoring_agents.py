@@ -958,3 +958,22 @@ def test_a_whole_number_is_not_grounded_as_a_rounded_quotient():
     even = {"product_id": "p2", "name": "Box", "price": 120, "count": 8}
     run = Run().call("get_product_details", {"product_id": "p2"}).result("get_product_details", even)
     assert run.thought("At 120 for 8 boxes, that is 15 each.").report().first_break is None
+
+
+def test_an_object_in_brackets_needs_that_object_observed():
+    # "a watch (1)" names one object: the task's word "watch" and some "1" in
+    # view ("sidetable 1") are no sighting of it.
+    seen = "On the sidetable 1, you see a cellphone 1, a creditcard 1, and a keychain 2."
+    run = (Run().call("go to", "go to sidetable 1").result("go to", seen)
+           .thought("Now I find a watch (1). Next, I need to take it."))
+    rep = run.report(task="put a watch in safe.")
+    assert rep.first_break == 2 and "watch 1" in rep.reason
+    there = (Run().call("go to", "go to sidetable 1").result("go to", seen.replace("keychain 2", "watch 1"))
+             .thought("Now I find a watch (1). Next, I need to take it."))
+    assert there.report(task="put a watch in safe.").first_break is None
+
+
+def test_only_a_number_alone_in_brackets_is_an_instance():
+    from tracing.anchoring.salience import extract
+
+    assert extract("Skateboard (2 types), Premium Plan (15 GB/month), a watch (1).").instances == {"watch 1"}

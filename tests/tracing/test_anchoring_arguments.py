@@ -80,8 +80,10 @@ def test_an_object_a_thought_claims_to_find_and_the_call_then_takes_breaks_at_th
         .command("take apple 1 from countertop 3", "take")
     )
     report = run.report(task="heat some apple and put it in garbagecan.")
-    assert report.first_break == 2
-    assert "apple 1" in report.reason and "step 3" in report.reason
+    assert report.first_break == 2 and "apple 1" in report.reason
+    # The "found it" claim is reported first; the call acting on it is named too.
+    acted = [b for b in report.breaks if b.pattern == "unobserved_argument"]
+    assert acted and acted[0].step == 2 and "step 3" in acted[0].reason
 
 
 def test_an_id_that_differs_in_one_digit_from_an_observed_one_is_unseen():

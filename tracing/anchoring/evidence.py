@@ -221,6 +221,10 @@ class Evidence:
         return False
 
     # -- ids, words, names ----------------------------------------------------
+    def instance_supported(self, ident: str) -> bool:
+        """"a watch (1)" needs that very object observed, not some 1 anywhere."""
+        return ident in self.ids or (ident.endswith("s") and ident[:-1] in self.ids)
+
     def id_supported(self, ident: str) -> bool:
         if ident in self.ids or (ident.endswith("s") and ident[:-1] in self.ids):
             return True

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tracing.anchoring.arguments import ArgumentCheck
+from tracing.anchoring.conclusion import against
 from tracing.anchoring.evidence import (  # noqa: F401 -- thresholds re-exported for tests and docs
     CONVERSION_NUMBERS,
     ENTITY_SUPPORT_MIN,
@@ -171,6 +172,7 @@ PATTERNS = (
     "wrong_relation",
     "requery",
     "ignored_observation",
+    "against_conclusion",
 )
 # Findings: shown, never the anchor break. "answered_from_memory": a final
 # answer of names that no observation contains but that the agent's own
@@ -320,7 +322,7 @@ def _unsupported_units(
         if not evidence.number_supported(number, statement_numbers or sal.numbers):
             missing.append(number)
     for ident in sorted(sal.ids):
-        if not evidence.id_supported(ident):
+        if not evidence.id_supported(ident) or (ident in sal.instances and not evidence.instance_supported(ident)):
             missing.append(ident)
     if text and "-" in text:
         for key in sorted(dates_in(text)):
@@ -1664,6 +1666,8 @@ class _Pass:
         if flag is not None and not code:
             self._check_flag(step, flag.group(0))
             return
+        if not code and answer and self._against_conclusion(step, answer):
+            return
         if code or not answer or LABEL_RE.match(answer.strip("#* ")) or PROTOCOL_FINAL_RE.match(answer):
             return
         if any(b.step == step.index for b in self.breaks):
@@ -1674,6 +1678,20 @@ class _Pass:
         first = self.turn_first if self.turn_first is not None else step.index
         if not any(b.step >= first for b in self.breaks):
             self._check_relation(step, text)
+
+    def _against_conclusion(self, step: Step, answer: str) -> bool:
+        """A final answer other than the one the thought just before it concluded."""
+        if not self.turn_thoughts:
+            return False
+        at, thought = self.turn_thoughts[-1]
+        concluded = against(thought, answer)
+        if concluded is None:
+            return False
+        self._break(step.index, "against_conclusion", (
+            f"the final answer at step {step.index} ({_quote(answer, 60)}) is not what the thought at step {at} "
+            f"concluded ({_quote(concluded, 80)})"
+        ), {"claim": answer[:200], "concluded": concluded[:200], "thought_step": at})
+        return True
 
     def _check_flag(self, step: Step, flag: str) -> None:
         inner = FLAG_RE.match(flag).group(1).lower()

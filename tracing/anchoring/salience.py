@@ -300,6 +300,9 @@ class Salient:
     # Adjacent word pairs ("sim pin", "wi-fi calling"): a name of several words
     # is the phrase, not its words scattered over a page.
     pairs: set[str] = field(default_factory=set)
+    # Ids written as an instance number alone in brackets ("a watch (1)", not
+    # "Skateboard (2 types)"): always one object, never a word and a count.
+    instances: set[str] = field(default_factory=set)
 
     @cached_property
     def units(self) -> set[str]:
@@ -438,6 +441,8 @@ def extract(text: str) -> Salient:
                     and not _is_number(prev_word)
                 ):
                     out.ids.add(f"{prev_word.lower()} {number}")
+                    if gap.strip() == "(" and text[m.end() : m.end() + 1] == ")":
+                        out.instances.add(f"{prev_word.lower()} {number}")
                 if span:
                     close_span()
                 prev_word = word
