@@ -977,3 +977,40 @@ def test_only_a_number_alone_in_brackets_is_an_instance():
     from tracing.anchoring.salience import extract
 
     assert extract("Skateboard (2 types), Premium Plan (15 GB/month), a watch (1).").instances == {"watch 1"}
+
+
+ORDER_LINES = {"order_id": "#W7", "status": "delivered", "items": [
+    {"name": "T-Shirt", "item_id": "9612", "price": 50.88}, {"name": "E-Reader", "item_id": "6268", "price": 244.02}]}
+SHIRTS = {"name": "T-Shirt", "product_id": "p9", "variants": {
+    "9612": {"item_id": "9612", "options": {"color": "red"}, "price": 50.88},
+    "7497": {"item_id": "7497", "options": {"color": "blue"}, "price": 100.83}}}
+
+
+@pytest.mark.parametrize(("price", "slip"), [("100.83", True), ("50.88", False)])
+def test_a_list_headed_by_an_order_describes_that_orders_lines(price, slip):
+    run = (Run().call("get_order_details", {"order_id": "#W7"}).result("get_order_details", ORDER_LINES)
+           .call("get_product_details", {"product_id": "p9"}).result("get_product_details", SHIRTS))
+    rep = run.reply(f"You want to return these items from order #W7:\n- E-Reader (price: $244.02)\n"
+                    f"- T-Shirt (price: ${price})").report()
+    assert (rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record") is slip, rep.reason
+    if slip:
+        assert "9612" in rep.reason and "50.88" in rep.reason
+
+
+def test_a_record_named_by_its_id_does_not_name_the_record_that_lists_it():
+    customer = dict(CUSTOMER, bill_ids=["B1234321"])
+    bill = {"bill_id": "B1234321", "customer_id": "C1", "status": "Overdue", "total_due": 65.0}
+    run = Run().call("get_customer_by_phone", {"phone_number": "555-123-2002"}).result("get_customer_by_phone", customer)
+    for line in LINES:
+        run = run.call("get_details_by_id", {"id": line["line_id"]}).result("get_details_by_id", line)
+    run = run.call("get_bills", {"customer_id": "C1"}).result("get_bills", bill)
+    rep = run.reply("Your line (555-123-2002) is currently active due to an overdue bill (Bill ID: B1234321).").report()
+    assert rep.first_break == 8 and rep.evidence["pattern"] == "wrong_record", rep.reason
+
+
+def test_a_list_line_that_names_its_own_record_is_judged_on_that_record():
+    run = (Run().call("get_order_details", {"order_id": "#W7"}).result("get_order_details", ORDER_LINES)
+           .call("get_product_details", {"product_id": "p9"}).result("get_product_details", SHIRTS))
+    rep = run.reply("Here is the exchange for order #W7:\n- Current item: T-Shirt (item 9612) – $50.88\n"
+                    "- New item: T-Shirt (item 7497, blue) – $100.83").report()
+    assert rep.first_break is None, rep.reason

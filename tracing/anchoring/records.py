@@ -298,6 +298,9 @@ class RecordIndex:
     # Names of the records inside each record (an order's items), and every such name.
     members: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     member_names: set[str] = field(default_factory=set)
+    # Per record, each line's name -> that line's key (the same item may be
+    # indexed again later as a variant of its product).
+    member_keys: dict[tuple[str, str], dict[str, tuple[str, str]]] = field(default_factory=dict)
     # A card's last four digits ("your Visa ending in 8484") name the card
     # as an id does, though a bare number elsewhere is shared by chance.
     card_digits: set[str] = field(default_factory=set)
@@ -322,10 +325,12 @@ class RecordIndex:
             self.latest[key] = rec
             if old is None or old.step != step:
                 self.members.pop(key, None)  # a new state of the record lists its lines anew
+                self.member_keys.pop(key, None)
             if rec.parent is not None:
                 for name in rec.fields.get("name", ()):
                     self.members.setdefault(rec.parent, set()).add(name)
                     self.member_names.add(name)
+                    self.member_keys.setdefault(rec.parent, {})[name] = key
             for name, vals in rec.fields.items():
                 if _LAST_FOUR_RE.search(name):
                     self.card_digits.update(v for v in vals if len(v) == 4 and v.isdigit())
@@ -341,9 +346,12 @@ class RecordIndex:
         with ``by_value``, any value only that record holds ("Mastercard" when
         one card is a Mastercard)."""
         out = [rec for (kind, ident), rec in self.latest.items() if ident in terms and len(ident) >= MIN_VALUE_CHARS]
+        own_ids = {rec.ident for rec in out}
         for term in sorted(terms):
             if not _IDENTIFIER_RE.match(term) and term not in self.card_digits and not (by_value and _distinctive(term)):
                 continue
+            if term in own_ids:
+                continue  # "bill B1234321" names the bill, not the customer whose list holds its id
             owners = self.owners.get(term)
             holders = {(k, i) for k, i, _ in owners or ()}
             if len(holders) > 1:
@@ -421,6 +429,24 @@ class RecordIndex:
                 return {"slip": "wrong_record", "record": key[1], "field": "items", "said": said,
                         "belongs_to": other, "own": ", ".join(sorted(own)[:3]), "step": self.latest[key].step}
         return None
+
+    def listed_member(self, header: str, item: str) -> dict[str, Any] | None:
+        """"… the following items from order #W1679211:" then "- T-Shirt (price:
+        $100.83)": a line of a list headed by a record describes the one line of
+        that record it names, so a value another record holds is misread."""
+        low = header.lower()
+        key = next((k for k in self.members if re.search(rf"(?<!\w)#?{re.escape(k[1].lstrip('#'))}\b", low)), None)
+        if key is None:
+            return None
+        line = item.lower()
+        named = [n for n in self.members[key] if len(n) >= MIN_VALUE_CHARS and re.search(rf"\b{re.escape(n)}\b", line)]
+        if len(named) != 1:
+            return None
+        line_key = self.member_keys.get(key, {}).get(named[0])
+        rec = self.latest.get(line_key) if line_key is not None else None
+        if rec is None or any(other is not rec for other in self._mentioned(_sentence_terms(item))):
+            return None  # "New item: Air Purifier (item 9534205511) – $473.43" names its own record
+        return self._wrong_record(item, [rec])
 
     def _parenthesised(self, sentence: str) -> dict[str, Any] | None:
         """"item 9779102705 (1000-piece, intermediate, $328.25)", "(item

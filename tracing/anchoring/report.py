@@ -1624,8 +1624,18 @@ class _Pass:
     def _foreign_member(self, step: Step, text: str) -> bool:
         if not self.records.members:
             return False  # no record seen holds others (an order its lines)
+        header = ""
         for sentence in split_sentences(text):
             slip = self.records.foreign_member(sentence)
+            if slip is None and header and _LIST_MARK_RE.match(sentence):
+                slip = self.records.listed_member(header, sentence)
+                if slip is not None:
+                    self._record_break(step, slip, sentence)
+                    return True
+            if sentence.endswith(":"):
+                header = sentence
+            elif not _LIST_MARK_RE.match(sentence):
+                header = ""
             if slip is not None:
                 self._break(step.index, "wrong_record", (
                     f"the {_what(step)} at step {step.index} places {slip['said']} in {slip['record']}, whose lines "
@@ -1649,12 +1659,15 @@ class _Pass:
                 f"{_quote(sentence, 100)}"
             ), {**slip, "claim": sentence[:200]})
         else:
-            self._break(step.index, "wrong_record", (
-                f"the {_what(step)} at step {step.index} gives {slip['record']} the {slip['field']} "
-                f"“{slip['said']}”, which belongs to {slip['belongs_to']}; {slip['record']} has “{slip['own']}” "
-                f"(result at step {slip['step']}): {_quote(sentence, 100)}"
-            ), {**slip, "claim": sentence[:200]})
+            self._record_break(step, slip, sentence)
         return True
+
+    def _record_break(self, step: Step, slip: dict[str, Any], sentence: str) -> None:
+        self._break(step.index, "wrong_record", (
+            f"the {_what(step)} at step {step.index} gives {slip['record']} the {slip['field']} "
+            f"“{slip['said']}”, which belongs to {slip['belongs_to']}; {slip['record']} has “{slip['own']}” "
+            f"(result at step {slip['step']}): {_quote(sentence, 100)}"
+        ), {**slip, "claim": sentence[:200]})
 
     def _final(self, step: Step, text: str, code: bool) -> None:
         if step.kind == "final":
