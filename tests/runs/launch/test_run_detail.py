@@ -219,7 +219,8 @@ def test_the_break_pattern_and_findings_are_explained_and_jump_to_their_step(aut
 
 
 @pytest.mark.parametrize("pattern", ["phantom_call", "stale_value", "wrong_record", "rejected_resubmission",
-                                     "unconfirmed_success", "answered_from_memory", "untested_claim"])
+                                     "unconfirmed_success", "answered_from_memory", "untested_claim",
+                                     "against_conclusion"])
 def test_every_pattern_has_plain_words(pattern):
     from runs.launch.labels import ANCHOR_LABELS
     from tracing.anchoring import FINDINGS, PATTERNS
@@ -247,3 +248,21 @@ def test_export_carries_roles_and_context_and_imports_back(auth_client, make_run
     assert again.context == run.context
     assert list(again.steps.order_by("index").values_list("role", flat=True)) == [
         "user", "assistant", "tool", "assistant", "system", "assistant"]
+
+
+def test_an_imported_answer_against_its_own_conclusion_is_shown_escaped(auth_client, user):
+    from runs.imports.services import import_lines
+
+    steps = [
+        {"index": 0, "kind": "action", "content": "Search[Arthur's Magazine]", "tool": "Search", "args": "Arthur's Magazine"},
+        {"index": 1, "kind": "observation", "content": "Arthur's Magazine (1844) and First for Women (1989).",
+         "tool": "Search"},
+        {"index": 2, "kind": "thought", "content": "First for Women began in 1989, so Arthur's Magazine <b onmouseover=x>was</b> first."},
+        {"index": 3, "kind": "final", "content": "First for Women", "tool": "Finish", "args": "First for Women"},
+    ]
+    line = json.dumps({"run_id": "contra", "task": "Which magazine was started first?", "steps": steps})
+    run_id = import_lines([line], project_id=project_of(user).pk, owner=user).run_ids[0]
+    body = auth_client.get(reverse("runs:detail", args=[run_id])).content.decode()
+    assert "first anchor break: step 3 · answered against its own conclusion" in body
+    assert "is not what the thought at step 2 concluded" in body
+    assert "&lt;b onmouseover=x&gt;" in body and "<b onmouseover" not in body
