@@ -1014,3 +1014,24 @@ def test_a_list_line_that_names_its_own_record_is_judged_on_that_record():
     rep = run.reply("Here is the exchange for order #W7:\n- Current item: T-Shirt (item 9612) – $50.88\n"
                     "- New item: T-Shirt (item 7497, blue) – $100.83").report()
     assert rep.first_break is None, rep.reason
+
+
+@pytest.mark.parametrize(("used", "slip"), [("3.2", True), ("8.7", False)])
+def test_a_sentence_goes_on_about_the_record_the_one_before_it_named(used, slip):
+    lines = [dict(LINES[0], data_used_gb=3.2), dict(LINES[1], data_used_gb=8.7)]
+    run = Run().call("get_customer_by_phone", {"phone_number": "555-123-2002"}).result(
+        "get_customer_by_phone", CUSTOMER)
+    for line in lines:
+        run = run.call("get_details_by_id", {"id": line["line_id"]}).result("get_details_by_id", line)
+    rep = run.reply(f"Your line (555-123-2002) is suspended. You've used {used} GB so far.").report()
+    assert (rep.first_break == 6 and rep.evidence["pattern"] == "wrong_record") is slip, rep.reason
+
+
+def test_a_sentence_with_a_subject_of_its_own_is_not_about_the_record_before_it():
+    lines = [dict(LINES[0], data_used_gb=3.2), dict(LINES[1], data_used_gb=8.7)]
+    run = Run().call("get_customer_by_phone", {"phone_number": "555-123-2002"}).result(
+        "get_customer_by_phone", CUSTOMER)
+    for line in lines:
+        run = run.call("get_details_by_id", {"id": line["line_id"]}).result("get_details_by_id", line)
+    rep = run.reply("Your line (555-123-2002) is suspended. Your other line used 3.2 GB so far.").report()
+    assert rep.first_break is None, rep.reason

@@ -260,6 +260,13 @@ _IDENTIFIER_RE = re.compile(
 )
 
 
+# A sentence that opens with a pronoun goes on about what the one before it
+# named ("You've used 3.2 GB", "It costs …"); "Your original helmet was …"
+# brings in a subject of its own.
+_GOES_ON_RE = re.compile(r"^\W*(?:it|its|it's|this|that|they|their|you|you've|you're|you have|he|she|his|her)\b",
+                         re.IGNORECASE)
+
+
 def _kind_word(kind: str) -> str:
     """The noun a record kind is named by in prose: "line_id" -> "line", "orderId" -> "order"."""
     low = kind.lower()
@@ -364,10 +371,13 @@ class RecordIndex:
                     out.append(rec)
         return out
 
-    def check(self, sentence: str, *, proposal: bool = False) -> dict[str, Any] | None:
+    def check(self, sentence: str, *, proposal: bool = False, before: str = "") -> dict[str, Any] | None:
         """A wrong-record or stale-value slip in one sentence, or None.
         ``proposal``: the sentence proposes or asks for a change, whose new
-        value the record does not hold yet: not judged for staleness."""
+        value the record does not hold yet: not judged for staleness.
+        ``before``: the sentence before it in the same statement, whose
+        records a sentence that names none goes on about ("Your line (555-…)
+        is roaming-enabled. You've used 3.2 GB so far.")."""
         if not self.latest:
             return None
         terms = _sentence_terms(sentence)
@@ -376,7 +386,11 @@ class RecordIndex:
         if not mentioned:
             # No record named: the one the latest change touched is in focus.
             focus = [rec for key in self.updated if (rec := self.latest.get(key)) is not None]
-        if not focus:
+        # Carried over, only figures are judged: a word ("refund") of the
+        # next sentence is as often about something else.
+        carried = (self._mentioned(_sentence_terms(before))
+                   if before and not mentioned and _GOES_ON_RE.match(sentence) else [])
+        if not focus and not carried:
             return self._mixed_record(sentence)
         for rec in [] if proposal else focus:
             own = rec.values()
@@ -398,8 +412,9 @@ class RecordIndex:
         # kinds the sentence names no record of by id.
         kinds = {rec.kind for rec in mentioned}
         by_value = [rec for rec in self._mentioned(terms, by_value=True) if rec.kind not in kinds]
-        return (self._wrong_record(sentence, mentioned + by_value) or self._mixed_record(sentence)
-                or self._parenthesised(sentence))
+        return (self._wrong_record(sentence, mentioned + by_value)
+                or (carried and not by_value and self._wrong_record(sentence, carried, figures_only=True))
+                or self._mixed_record(sentence) or self._parenthesised(sentence))
 
     def foreign_member(self, sentence: str) -> dict[str, Any] | None:
         """"the Water Bottle, Action Camera, and Gaming Mouse from order
@@ -555,7 +570,8 @@ class RecordIndex:
         return {"slip": "wrong_record", "record": a.ident, "field": b_field, "said": said, "belongs_to": b.ident,
                 "own": sorted(a.field_values(b_field) or {""})[0], "step": a.step}
 
-    def _wrong_record(self, sentence: str, mentioned: list[Record]) -> dict[str, Any] | None:
+    def _wrong_record(self, sentence: str, mentioned: list[Record], *,
+                      figures_only: bool = False) -> dict[str, Any] | None:
         target = _change_target(sentence)
         if target is None:
             return None
@@ -565,6 +581,8 @@ class RecordIndex:
         if not mentioned:
             return None
         terms = _sentence_terms(sentence)
+        if figures_only:
+            terms = {t for t in terms if _NUM_RE.match(t)}
         by_kind: dict[str, list[Record]] = {}
         for rec in mentioned:
             by_kind.setdefault(rec.kind, []).append(rec)

@@ -1264,8 +1264,8 @@ class _Pass:
         # Whole sentences: "its status" in a clause refers to the order the
         # sentence named before it.
         sentences = [x for x in split_sentences(text) if not x.rstrip().endswith(("?", "？")) and not _not_a_claim(x)]
-        for sentence in [*sentences, *_label_blocks(text)]:
-            if self._record_slip(step, sentence):
+        for before, sentence in [*zip(["", *sentences], sentences), *(("", b) for b in _label_blocks(text))]:
+            if self._record_slip(step, sentence, before):
                 return
         if self._foreign_member(step, text):
             return
@@ -1645,11 +1645,11 @@ class _Pass:
                 return True
         return False
 
-    def _record_slip(self, step: Step, sentence: str) -> bool:
+    def _record_slip(self, step: Step, sentence: str, before: str = "") -> bool:
         # "The status is now X, and you will receive an email": a clause that
         # states a record's state is judged even when another one proposes.
         proposal = all(PROPOSAL_RE.search(clause) for clause in _CLAUSE_SPLIT_RE.split(sentence))
-        slip = self.records.check(sentence, proposal=proposal)
+        slip = self.records.check(sentence, proposal=proposal, before=before)
         if slip is None:
             return False
         if slip["slip"] == "stale":
