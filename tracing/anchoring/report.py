@@ -1264,7 +1264,7 @@ class _Pass:
         # Whole sentences: "its status" in a clause refers to the order the
         # sentence named before it.
         sentences = [x for x in split_sentences(text) if not x.rstrip().endswith(("?", "？")) and not _not_a_claim(x)]
-        for before, sentence in [*zip(["", *sentences], sentences), *(("", b) for b in _label_blocks(text))]:
+        for before, sentence in [*zip(["", *sentences], sentences, strict=False), *(("", b) for b in _label_blocks(text))]:
             if self._record_slip(step, sentence, before):
                 return
         if self._foreign_member(step, text):
