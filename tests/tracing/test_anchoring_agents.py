@@ -1035,3 +1035,17 @@ def test_a_sentence_with_a_subject_of_its_own_is_not_about_the_record_before_it(
         run = run.call("get_details_by_id", {"id": line["line_id"]}).result("get_details_by_id", line)
     rep = run.reply("Your line (555-123-2002) is suspended. Your other line used 3.2 GB so far.").report()
     assert rep.first_break is None, rep.reason
+
+
+@pytest.mark.parametrize(("output", "slip"), [("[]", True), ("[('Joe', 52), ('Ann', 41)]", False)])
+def test_the_present_tense_reads_a_result_that_just_came_back(output, slip):
+    run = (Run().command("SELECT name, age FROM singer WHERE age > 40", "execute").result("execute", output)
+           .thought("The query returns the matching records, so this answers the question."))
+    rep = run.report(task="List the singers older than 40.")
+    assert (rep.first_break == 2 and rep.evidence["pattern"] == "unconfirmed_success") is slip, rep.reason
+
+
+def test_the_present_tense_before_running_describes_the_query():
+    run = (Run().thought("This query returns the names of all singers older than 40.")
+           .command("SELECT name FROM singer WHERE age > 40", "execute").result("execute", "[('Joe',)]"))
+    assert run.report(task="List the singers older than 40.").first_break is None

@@ -127,6 +127,15 @@ DATA_CLAIM_RE = re.compile(
     re.IGNORECASE,
 )
 
+# Right after a result came back empty or failed, the present tense reads it
+# too: "The query returns the matching records" says what it got, not what the
+# query is for (a description before running it is not judged here).
+PRESENT_DATA_RE = re.compile(
+    r"\b(?:the|this|that|my) (?:query|command|output|result|results|search)s? (?:now )?"
+    r"(?:returns|shows|lists|gives|prints|contains|displays) (?:the|all|a|an|\d)",
+    re.IGNORECASE,
+)
+
 # The agent reports a call of its own as made ("I already searched [Juliet
 # Starling]", "I have already run this approach on the examples", "I already
 # ran `diff …`"): true only if an earlier call did it.

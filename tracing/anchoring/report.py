@@ -91,6 +91,7 @@ from tracing.anchoring.phrases import (
     NOW_ACTION_RE,
     PAST_CALL_RE,
     PLAN_RE,
+    PRESENT_DATA_RE,
     PROTOCOL_FINAL_RE,
     SUCCESS_RE,
     verb_stem,
@@ -1401,7 +1402,8 @@ class _Pass:
             # After a query that found nothing, only a claim of having found
             # or got something is false; "I am done" may be right.
             success = FOUND_RE.search(sentence)
-        data = DATA_CLAIM_RE.search(sentence) and not EMPTY_CONTENT_RE.search(sentence)
+        data = (DATA_CLAIM_RE.search(sentence) or (last.failed and PRESENT_DATA_RE.search(sentence))) \
+            and not EMPTY_CONTENT_RE.search(sentence)
         if not data and last.failed and all(self.batch or [True]):
             # "The `teacher` table has a Name column" right after DESC teacher
             # failed: an assertion about what the failed call asked for.
