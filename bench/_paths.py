@@ -31,6 +31,19 @@ def setup_code_path() -> Path:
     return Path(tracing.__file__).resolve().parents[1]
 
 
+# The eight sources of shared/eval, in the order the benches report them.
+SOURCES = (
+    "alfworld_sala",
+    "intercode",
+    "mint_coding",
+    "react_exemplars",
+    "react_fever",
+    "react_webshop",
+    "reflexion_hotpotqa",
+    "tau2_retail_telecom",
+)
+
+
 def eval_dir() -> Path:
     override = os.environ.get("AGENTLAB_EVAL")
     if override:

@@ -37,22 +37,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _paths import describe, eval_dir, setup_code_path  # noqa: E402
+from _paths import SOURCES, describe, eval_dir, setup_code_path  # noqa: E402
 
 setup_code_path()
 
 from tracing.steps import Step, Trajectory, context_text, read_jsonl  # noqa: E402
-
-SOURCES = (
-    "alfworld_sala",
-    "intercode",
-    "mint_coding",
-    "react_exemplars",
-    "react_fever",
-    "react_webshop",
-    "reflexion_hotpotqa",
-    "tau2_retail_telecom",
-)
 
 # Kinds, in the order they are generated and printed.
 KINDS = (

@@ -35,16 +35,7 @@ ROOT = _paths.setup_code_path()
 from tracing.anchoring import anchor_report  # noqa: E402 -- after the code path is set
 from tracing.steps import Step, Trajectory, context_text, is_reply, read_jsonl  # noqa: E402
 
-SOURCES = (
-    "alfworld_sala",
-    "intercode",
-    "mint_coding",
-    "react_exemplars",
-    "react_fever",
-    "react_webshop",
-    "reflexion_hotpotqa",
-    "tau2_retail_telecom",
-)
+SOURCES = _paths.SOURCES
 DEFAULT_SEED = 31
 DEFAULT_PER_KIND = 20
 

@@ -434,6 +434,12 @@ def replace_value(step: Step, old: str, new: str) -> Step:
     def sub(text: str) -> str:
         return pat.sub(lambda m: _styled(new, m.group(0)), text, count=1)
 
+    return _edited(step, sub)
+
+
+def _edited(step: Step, sub: Callable[[str], str]) -> Step:
+    """The step with ``sub`` applied to its text and to every string of its arguments."""
+
     def walk(value: Any) -> Any:
         if isinstance(value, str):
             return sub(value)
@@ -845,17 +851,7 @@ def _in_sentence(step: Step, sentence: str, old: str, new: str) -> Step:
     changed = value_pattern(old).sub(lambda m: _styled(new, m.group(0)), sentence, count=1)
     if changed == sentence or sentence not in (step.text or ""):
         return replace_value(step, old, new)
-
-    def walk(value: Any) -> Any:
-        if isinstance(value, str):
-            return value.replace(sentence, changed, 1)
-        if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        return value
-
-    return replace(step, text=(step.text or "").replace(sentence, changed, 1), args=walk(step.args))
+    return _edited(step, lambda text: text.replace(sentence, changed, 1))
 
 
 def _changed_number(

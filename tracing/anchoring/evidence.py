@@ -226,7 +226,7 @@ class Evidence:
         return ident in self.ids or (ident.endswith("s") and ident[:-1] in self.ids)
 
     def id_supported(self, ident: str) -> bool:
-        if ident in self.ids or (ident.endswith("s") and ident[:-1] in self.ids):
+        if self.instance_supported(ident):
             return True
         head, _, number = ident.rpartition(" ")
         # "ended 66": "ended" never names a thing; judge the number alone.

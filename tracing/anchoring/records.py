@@ -302,12 +302,11 @@ class RecordIndex:
     # Records the latest result changed: what the agent talks about next,
     # whether or not it names them ("your line is now suspended").
     updated: list[tuple[str, str]] = field(default_factory=list)
-    # Names of the records inside each record (an order's items), and every such name.
-    members: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    # The records inside each record (an order's items): name -> that line's
+    # key (the same item may be indexed again later as a variant of its
+    # product); and every such name.
+    members: dict[tuple[str, str], dict[str, tuple[str, str]]] = field(default_factory=dict)
     member_names: set[str] = field(default_factory=set)
-    # Per record, each line's name -> that line's key (the same item may be
-    # indexed again later as a variant of its product).
-    member_keys: dict[tuple[str, str], dict[str, tuple[str, str]]] = field(default_factory=dict)
     # A card's last four digits ("your Visa ending in 8484") name the card
     # as an id does, though a bare number elsewhere is shared by chance.
     card_digits: set[str] = field(default_factory=set)
@@ -332,12 +331,10 @@ class RecordIndex:
             self.latest[key] = rec
             if old is None or old.step != step:
                 self.members.pop(key, None)  # a new state of the record lists its lines anew
-                self.member_keys.pop(key, None)
             if rec.parent is not None:
                 for name in rec.fields.get("name", ()):
-                    self.members.setdefault(rec.parent, set()).add(name)
+                    self.members.setdefault(rec.parent, {})[name] = key
                     self.member_names.add(name)
-                    self.member_keys.setdefault(rec.parent, {})[name] = key
             for name, vals in rec.fields.items():
                 if _LAST_FOUR_RE.search(name):
                     self.card_digits.update(v for v in vals if len(v) == 4 and v.isdigit())
@@ -457,8 +454,7 @@ class RecordIndex:
         named = [n for n in self.members[key] if len(n) >= MIN_VALUE_CHARS and re.search(rf"\b{re.escape(n)}\b", line)]
         if len(named) != 1:
             return None
-        line_key = self.member_keys.get(key, {}).get(named[0])
-        rec = self.latest.get(line_key) if line_key is not None else None
+        rec = self.latest.get(self.members[key][named[0]])
         if rec is None or any(other is not rec for other in self._mentioned(_sentence_terms(item))):
             return None  # "New item: Air Purifier (item 9534205511) – $473.43" names its own record
         return self._wrong_record(item, [rec])

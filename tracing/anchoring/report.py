@@ -1626,18 +1626,10 @@ class _Pass:
     def _foreign_member(self, step: Step, text: str) -> bool:
         if not self.records.members:
             return False  # no record seen holds others (an order its lines)
-        header = ""
+        header = ""  # the line ending in ":" that a list under it belongs to
         for sentence in split_sentences(text):
+            listed = bool(header) and _LIST_MARK_RE.match(sentence) is not None
             slip = self.records.foreign_member(sentence)
-            if slip is None and header and _LIST_MARK_RE.match(sentence):
-                slip = self.records.listed_member(header, sentence)
-                if slip is not None:
-                    self._record_break(step, slip, sentence)
-                    return True
-            if sentence.endswith(":"):
-                header = sentence
-            elif not _LIST_MARK_RE.match(sentence):
-                header = ""
             if slip is not None:
                 self._break(step.index, "wrong_record", (
                     f"the {_what(step)} at step {step.index} places {slip['said']} in {slip['record']}, whose lines "
@@ -1645,6 +1637,11 @@ class _Pass:
                     f"{_quote(sentence, 100)}"
                 ), {**slip, "claim": sentence[:200]})
                 return True
+            slip = self.records.listed_member(header, sentence) if listed else None
+            if slip is not None:
+                self._record_break(step, slip, sentence)
+                return True
+            header = sentence if sentence.endswith(":") else header if listed else ""
         return False
 
     def _record_slip(self, step: Step, sentence: str, before: str = "") -> bool:
