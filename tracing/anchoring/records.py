@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_RECORDS_PER_RESULT = 200
+# Ids taken from one argument list of a write ("item_ids"): a bulk call names
+# no one record its report describes.
+MAX_ACTED_IDS = 10
 MAX_FIELDS = 80
 # Values shorter than this are too common to pin a record ("1", "ok", "no");
 # numbers from two digits on ("60 countries").
@@ -39,10 +42,23 @@ MIN_MIXED_VALUES = 3
 _GENERIC_VALUES = frozenset({"true", "false", "none", "null", "yes", "no", "0", "n/a", ""})
 
 _NUM_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
+_PRICE_RE = re.compile(r"^\d+\.\d{1,2}$")
+# A yes/no option is worded by its name in a description: "4K, waterproof,
+# black" is waterproof=yes, "not waterproof" is waterproof=no.
+_FLAGS = {"yes": "yes", "true": "yes", "no": "no", "false": "no"}
+_FLAG_WORD_RE = re.compile(r"[a-z]{4,}")
+_NEGATED_FLAG_RE = r"\b(?:not|non|no|without|isn't|aren't|is not)[\s-]+{word}\b|\b{word}\s*[:=]\s*(?:no|false)\b"
+# Option values too short to name a record alone ("4K", "S", "XL") still
+# describe one among the records a longer value named: written as a token of
+# their own, in capitals when they are letters only ("it's" holds no size S).
+# Sizes are written as words or letters ("a medium helmet" is size "M").
+_SIZE_LETTERS = {"small": "s", "medium": "m", "large": "l", "extra large": "xl", "x-large": "xl"}
+_SHORT_VALUE_RE = re.compile(r"(?<![\w'’])(\w{1,2})(?![\w'’])")
 # Field names that hold a card's last digits ("last_four", "account_number_last_4").
 _LAST_FOUR_RE = re.compile(r"last_?(?:four|4)", re.I)
-# A letter and a digit: a model or grade code ("i9"), not a quantity ("1l" is 1000ml).
-_SHORT_CODE_RE = re.compile(r"^[a-z]\d$")
+# A letter and a digit: a model or grade code ("i9", "3x" zoom, "4k"), not a
+# quantity in a unit written other ways too ("1l" is 1000ml, "5g", "2m").
+_SHORT_CODE_RE = re.compile(r"^(?:[a-z]\d|\d[a-fh-km-z])$")
 
 
 def norm_value(value: Any) -> str:
@@ -67,6 +83,8 @@ class Record:
     inherited: dict[str, set[str]] = field(default_factory=dict)
     # The record it sits in (an order's line -> the order), if any.
     parent: tuple[str, str] | None = None
+    # described_by(), once the record is indexed (its fields no longer change).
+    _described: set[str] | None = field(default=None, repr=False, compare=False)
 
     def values(self) -> set[str]:
         out: set[str] = set()
@@ -76,6 +94,20 @@ class Record:
 
     def field_values(self, name: str) -> set[str] | None:
         return self.fields.get(name, self.inherited.get(name))
+
+    def described_by(self) -> set[str]:
+        """Its values, id and yes/no options as a description words them
+        ("waterproof=yes"): what a text naming it may match."""
+        if self._described is None:
+            out = self.values() | {self.ident}
+            for name, vals in (*self.fields.items(), *self.inherited.items()):
+                word = name.rpartition(".")[2].lower()
+                if word == "size":
+                    out.update(w for w, letter in _SIZE_LETTERS.items() if letter in vals)
+                if len(vals) == 1 and _FLAG_WORD_RE.fullmatch(word) and (flag := _FLAGS.get(next(iter(vals)))):
+                    out.add(f"{word}={flag}")
+            self._described = out
+        return self._described
 
 
 def _id_key(obj: dict[str, Any], container: str | None = None) -> str | None:
@@ -223,23 +255,44 @@ _ARROW_RE = re.compile(r"→|->|=>")
 ID_BEFORE_PAREN = 24
 
 
+# A parenthesis that tags what comes before it with an id ("(item ID
+# 6117189161)", "(#W2378156)"): no more words than "item id" and the id.
+MAX_ID_TAG_WORDS = 3
+_ID_TAG_WORDS_RE = re.compile(r"[^\s:#]+")
+# The label an id tag belongs to: the words back to the clause or to the
+# preposition that introduced it ("swapping the bookshelf (…) for the 20MP
+# camera (…)": the camera), within this many characters.
+MAX_LABEL_CHARS = 80
+_LABEL_START_RE = re.compile(r"[,;:()\n]|\b(?:for|to|with|into|from|and|or|than|instead of)\b", re.IGNORECASE)
+
 # "… from order #W5490111", "… in your pending order #W2466703": things said to
 # be in a record named by its id.
-_MEMBER_OF_RE = re.compile(r"\b(?:in|from|of)\s+(?:your\s+|the\s+)?(?:\w+\s+){0,2}?(?P<id>#?[a-z]*\d[\w-]{3,})\b")
+_MEMBER_OF_RE = re.compile(r"\b(?:in|from|of|on)\s+(?:your\s+|the\s+)?(?:\w+\s+){0,2}?(?P<id>#?[a-z]*\d[\w-]{3,})\b")
+# "… order #W9810810 contains a watch (…)", "Order #W2890441 (delivered):
+# Includes an Office Chair": the things said to be in it follow.
+_HOLDS_RE = re.compile(r"(?P<id>#?[a-z]*\d[\w-]{3,})\)?(?:\s*\([^()]{0,40}\))?\s*:?\s*(?:which\s+|that\s+)?"
+                       r"(?:contains|includes|holds|has)\b")
 
 
-def _change_target(sentence: str) -> str | None:
-    """What a sentence says of a change's target, the sentence itself when it
-    describes no change, None when a change has no target in it. A change
-    names the old and the new in one breath: only the new is judged
-    ("swapped … for the 20MP camera (item X)")."""
+def _change_parts(sentence: str) -> tuple[str, str | None]:
+    """A change names the old and the new in one breath ("the 500ml red bottle
+    was swapped for the 1000ml black one"): (what it says of the old, what it
+    says of the new). A sentence that describes no change is all new; a change
+    with no target in it has no new part (None)."""
     change = _CHANGE_RE.search(sentence)
     if not change:
-        return sentence
+        return "", sentence
     verb = change.group(0).lower()
     by_verb = next((rx for stem, rx in _TARGET_BY_VERB.items() if verb.startswith(stem)), None)
     target = (by_verb and by_verb.search(sentence, change.end())) or _TARGET_RE.search(sentence, change.end())
-    return None if target is None else sentence[target.end():]
+    return (sentence, None) if target is None else (sentence[:target.start()], sentence[target.end():])
+
+
+def _change_target(sentence: str) -> str | None:
+    """What a sentence says of a change's target (see _change_parts): only the
+    new is judged against the records it names ("swapped … for the 20MP
+    camera (item X)")."""
+    return _change_parts(sentence)[1]
 
 
 def _asserted(value: str, sentence: str) -> bool:
@@ -276,6 +329,23 @@ def _kind_word(kind: str) -> str:
     return ""
 
 
+def _described_terms(text: str, records: list[Record]) -> set[str]:
+    """Short option values and yes/no options the text words, among those
+    ``records`` hold."""
+    out = set()
+    for token in _SHORT_VALUE_RE.findall(text):
+        if (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)) or (
+                token.isalpha() and token.isupper() and token not in ("I", "A")):
+            out.add(token.lower())
+    low = text.lower()
+    out.update(letter for word, letter in _SIZE_LETTERS.items() if re.search(rf"\b{word}\b", low))
+    words = {t.partition("=")[0] for rec in records for t in rec.described_by() if "=" in t}
+    for word in words:
+        if re.search(rf"\b{word}\b", low):
+            out.add(f"{word}=no" if re.search(_NEGATED_FLAG_RE.format(word=word), low) else f"{word}=yes")
+    return out
+
+
 def _distinctive(value: str) -> bool:
     """A value that can name its record in a sentence: a word or name of some
     length, not a bare number (a price is shared by chance)."""
@@ -304,12 +374,17 @@ class RecordIndex:
     updated: list[tuple[str, str]] = field(default_factory=list)
     # The records inside each record (an order's items): name -> that line's
     # key (the same item may be indexed again later as a variant of its
-    # product); and every such name.
+    # product).
     members: dict[tuple[str, str], dict[str, tuple[str, str]]] = field(default_factory=dict)
-    member_names: set[str] = field(default_factory=set)
+    # Names of things (a "name" field of any record: an order's line, a
+    # product): what a sentence can place in a record.
+    thing_names: set[str] = field(default_factory=set)
     # A card's last four digits ("your Visa ending in 8484") name the card
     # as an id does, though a bare number elsewhere is shared by chance.
     card_digits: set[str] = field(default_factory=set)
+    # Ids the latest write since the user spoke was made with: its report
+    # ("has been changed to the i9, 256GB SSD, red version") describes them.
+    acted: dict[str, bool] = field(default_factory=dict)  # id -> named as the new one
 
     def add(self, data: Any, step: int) -> None:
         changed: list[tuple[str, str]] = []
@@ -334,7 +409,7 @@ class RecordIndex:
             if rec.parent is not None:
                 for name in rec.fields.get("name", ()):
                     self.members.setdefault(rec.parent, {})[name] = key
-                    self.member_names.add(name)
+            self.thing_names.update(v for v in rec.fields.get("name", ()) if len(v) >= MIN_VALUE_CHARS)
             for name, vals in rec.fields.items():
                 if _LAST_FOUR_RE.search(name):
                     self.card_digits.update(v for v in vals if len(v) == 4 and v.isdigit())
@@ -343,6 +418,50 @@ class RecordIndex:
                         self.owners.setdefault(v, set()).add((rec.kind, rec.ident, name))
         if changed:
             self.updated = changed
+
+    def note_write(self, args: Any) -> None:
+        """A write call worked: the records its arguments name are what the
+        report of the writes since the user spoke describes (``acted``); of
+        an exchange, the new ones ("new_item_ids") are what it was changed to."""
+        for key, value in args.items() if isinstance(args, dict) else ():
+            for v in (value if isinstance(value, list) else [value])[:MAX_ACTED_IDS]:
+                if isinstance(v, (str, int)) and not isinstance(v, bool):
+                    self.acted[norm_value(v)] = str(key).lower().startswith("new")
+
+    def _acted_on(self, sentence: str) -> dict[str, Any] | None:
+        """A report of the writes describes the records the calls acted on:
+        what it says was changed, the old ones; what it was changed to, the
+        new ones ("new_item_ids"). Of each kind the sentence names no record
+        of by id, the one record acted on, or the one the words fit best:
+        a value of that field another record holds came from that one."""
+        if not self.acted:
+            return None
+        old, target = _change_parts(sentence)
+        named = {rec.kind for rec in self._mentioned(_sentence_terms(sentence))}
+        for part, new in ((target, True), (old, False)):
+            if not part:
+                continue
+            terms = _sentence_terms(part) | _described_terms(part, [])
+            by_kind: dict[str, list[tuple[int, bool, Record]]] = {}
+            for ident, is_new in sorted(self.acted.items()):
+                for (kind, rec_ident), rec in self.latest.items():
+                    if rec_ident == ident and kind not in named:
+                        by_kind.setdefault(kind, []).append((len(rec.described_by() & terms), is_new, rec))
+            chosen = []
+            for fits in by_kind.values():
+                # An exchange tells old and new apart: the one item it gave
+                # up is what its old side is about, whatever words name it.
+                exchange = any(is_new for _, is_new, _ in fits)
+                if exchange:
+                    fits = [fit for fit in fits if fit[1] == new]
+                fits.sort(key=lambda item: -item[0])
+                if (exchange and not new and len(fits) == 1) or (
+                        fits and fits[0][0] and (len(fits) == 1 or fits[1][0] < fits[0][0])):
+                    chosen.append(fits[0][2])
+            slip = self._foreign_value(part, chosen) if chosen else None
+            if slip:
+                return slip
+        return None
 
     def _mentioned(self, terms: set[str], *, by_value: bool = False) -> list[Record]:
         """Records the sentence names: by id, or by a value only that record
@@ -388,7 +507,7 @@ class RecordIndex:
         carried = (self._mentioned(_sentence_terms(before))
                    if before and not mentioned and _GOES_ON_RE.match(sentence) else [])
         if not focus and not carried:
-            return self._mixed_record(sentence)
+            return self._mixed_record(sentence) or (None if proposal else self._acted_on(sentence))
         for rec in [] if proposal else focus:
             own = rec.values()
             for name, vals in rec.fields.items():
@@ -411,7 +530,8 @@ class RecordIndex:
         by_value = [rec for rec in self._mentioned(terms, by_value=True) if rec.kind not in kinds]
         return (self._wrong_record(sentence, mentioned + by_value)
                 or (carried and not by_value and self._wrong_record(sentence, carried, figures_only=True))
-                or self._mixed_record(sentence) or self._parenthesised(sentence))
+                or self._mixed_record(sentence) or self._parenthesised(sentence)
+                or (None if proposal else self._acted_on(sentence)))
 
     def foreign_member(self, sentence: str) -> dict[str, Any] | None:
         """"the Water Bottle, Action Camera, and Gaming Mouse from order
@@ -425,14 +545,22 @@ class RecordIndex:
             return None
         low = sentence.lower()
         start = 0
+        windows = []  # (the record's id, the text that names what is in it)
         for m in _MEMBER_OF_RE.finditer(low):
-            key = next(((k, i) for (k, i) in self.members if i.lstrip("#") == m.group("id").lstrip("#")), None)
-            window = low[start:m.start()]
+            windows.append((m.group("id"), low[start:m.start()]))
             start = m.end()
+        for m in _HOLDS_RE.finditer(low):
+            windows.append((m.group("id"), low[m.end():]))
+        # "your pending electric toothbrush order #W5166363": named before its kind word.
+        for word in sorted({_kind_word(kind) for kind, _ in self.members} - {""}):
+            for m in re.finditer(rf"((?:[\w-]+\s+){{1,3}}){re.escape(word)}\s+\(?(#?[a-z]*\d[\w-]{{3,}})\b", low):
+                windows.append((m.group(2), m.group(1)))
+        for ident, window in windows:
+            key = next(((k, i) for (k, i) in self.members if i.lstrip("#") == ident.lstrip("#")), None)
             if key is None:
                 continue
-            named = {n for n in self.member_names if len(n) >= MIN_VALUE_CHARS and re.search(
-                rf"\b{re.escape(n)}\b", window)}
+            named = {n for n in self.thing_names if re.search(rf"\b{re.escape(n)}\b", window)
+                     and not _negated_value(n, window)}
             own = self.members[key]
             foreign = {n for n in named if n not in own and not any(n in o or o in n for o in own)}
             if len(foreign) == 1 and (named - foreign or len(named) == 1):
@@ -452,12 +580,38 @@ class RecordIndex:
             return None
         line = item.lower()
         named = [n for n in self.members[key] if len(n) >= MIN_VALUE_CHARS and re.search(rf"\b{re.escape(n)}\b", line)]
+        if not named:
+            # "- Yoga Mat changed to 34-inch" under "Your order #W3 has been
+            # updated:": a thing listed under a record it is not part of.
+            return self.foreign_member(f"{item} in {key[1]}")
         if len(named) != 1:
             return None
         rec = self.latest.get(self.members[key][named[0]])
         if rec is None or any(other is not rec for other in self._mentioned(_sentence_terms(item))):
             return None  # "New item: Air Purifier (item 9534205511) – $473.43" names its own record
         return self._wrong_record(item, [rec])
+
+    def labelled_id(self, sentence: str) -> dict[str, Any] | None:
+        """"cancel the T-Shirt (item ID 6117189161)" when 6117189161 is the
+        Action Camera: the words just before a parenthesis that holds only a
+        record's id label that record, in a plan or question too ("to
+        confirm, you want to cancel …" still says which item it is)."""
+        if "(" not in sentence:
+            return None
+        start = 0
+        for m in _PAREN_RE.finditer(sentence):
+            inside, before = m.group(1), sentence[start:m.start()]
+            start = m.end()
+            if len(_ID_TAG_WORDS_RE.findall(inside)) > MAX_ID_TAG_WORDS:
+                continue  # a description of its own, judged by _parenthesised
+            named = self._mentioned(_sentence_terms(inside))
+            if len(named) != 1:
+                continue
+            label = _LABEL_START_RE.split(before[-MAX_LABEL_CHARS:])[-1]
+            slip = self._wrong_record(label, named) if label.strip() else None
+            if slip:
+                return slip
+        return None
 
     def _parenthesised(self, sentence: str) -> dict[str, Any] | None:
         """"item 9779102705 (1000-piece, intermediate, $328.25)", "(item
@@ -486,25 +640,29 @@ class RecordIndex:
         another variant's. The record the description fits best (two or more
         of its own values, no tie) is the one meant; a value of the same field
         that only another record holds came from that one."""
-        target = _change_target(sentence)
-        if target is None:
-            return None
-        for item in (part for bullet in _BULLET_RE.split(target) for part in _CLAUSE_AND_RE.split(bullet)):
+        old, target = _change_parts(sentence)
+        # Each side of a change describes one record: the old one its own.
+        parts = [target] if target is not None else []
+        if old:
+            parts.append(old)
+        for item in (part for text in parts for bullet in _BULLET_RE.split(text)
+                     for part in _CLAUSE_AND_RE.split(bullet)):
             slip = self._mixed_item(item)
             if slip:
                 return slip
         return None
 
     def _mixed_item(self, text: str) -> dict[str, Any] | None:
-        terms = {t for t in _sentence_terms(text) if _pins(t)}
+        pinned = {t for t in _sentence_terms(text) if _pins(t)}
         hits: dict[tuple[str, str], set[str]] = {}
-        for term in terms:
+        for term in pinned:
             for kind, ident, _name in self.owners.get(term, ()):
                 hits.setdefault((kind, ident), set()).add(term)
+        terms = pinned | _described_terms(text, [self.latest[key] for key in hits])
         for key in hits:
             # What it inherits counts too (a variant is its product's name),
-            # and its id.
-            hits[key] = (self.latest[key].values() | {key[1]}) & terms
+            # its id, and short or yes/no options beside a value that pins it.
+            hits[key] = self.latest[key].described_by() & terms
         by_kind: dict[str, list[tuple[str, set[str]]]] = {}
         for (kind, ident), vals in hits.items():
             by_kind.setdefault(kind, []).append((ident, vals))
@@ -516,12 +674,13 @@ class RecordIndex:
             if len(vals) < MIN_MIXED_VALUES:
                 continue
             if len(found) > 1 and len(found[1][1]) == len(vals):
-                slip = self._crossed_pair(kind, found[0], found[1], terms)
+                tied = [self.latest[(kind, i)] for i, v in found if len(v) == len(vals)]
+                slip = self._crossed_pair(kind, found[0], found[1], terms) or self._foreign_to_all(tied, pinned)
                 if slip:
                     return slip
                 continue
             rec = self.latest[(kind, ident)]
-            own = rec.values() | {ident}
+            own = rec.described_by()
             # Values of other records the text describes too (two of their own).
             described = set().union(*(v - own for _, v in found[1:] if len(v - own) >= 2))
             for other_ident, other_vals in found[1:]:
@@ -529,19 +688,63 @@ class RecordIndex:
                 if len(foreign) != 1 or foreign & described:
                     continue
                 value = next(iter(foreign))
+                if not _pins(value):
+                    continue  # a short or yes/no option only supports: "1L" is also "1000ml"
                 other = self.latest[(kind, other_ident)]
                 for name, other_field in other.fields.items():
                     mine = rec.field_values(name)
-                    if value in other_field and mine and not (mine & terms) and len(vals - other.values()) >= 2:
+                    if value in other_field and mine and not (mine & terms) and len(vals - other.described_by()) >= 2:
                         return {"slip": "wrong_record", "record": rec.ident, "field": name, "said": value,
                                 "belongs_to": other.ident, "own": sorted(mine)[0], "step": rec.step}
+        return self._priced_thing(pinned)
+
+    def _priced_thing(self, pinned: set[str]) -> dict[str, Any] | None:
+        """"- Backpack: $164.97" when no backpack costs that and $164.97 is a
+        desk lamp's price: one thing named with one figure (with cents, so
+        not a round count shared by chance) that only things of other names
+        hold."""
+        names = [t for t in pinned if t in self.thing_names]
+        figures = [t for t in pinned if _PRICE_RE.match(t)]
+        if len(names) != 1 or len(figures) != 1:
+            return None
+        name, figure = names[0], figures[0]
+        owners = sorted(self.owners.get(figure, ()))
+        if not owners:
+            return None  # worked out, not read: a total or a difference
+        holders = [rec for rec in self.latest.values() if name in rec.values()]
+        if not holders or any(figure in rec.values() for rec in holders):
+            return None
+        for kind, ident, field_name in owners:
+            other = self.latest.get((kind, ident))
+            mine = next((rec for rec in holders if rec.kind == kind and rec.field_values(field_name)), None)
+            if other is None or mine is None or name in other.values():
+                continue
+            return {"slip": "wrong_record", "record": mine.ident, "field": field_name, "said": figure,
+                    "belongs_to": ident, "own": sorted(mine.field_values(field_name) or {""})[0], "step": mine.step}
+        return None
+
+    def _foreign_to_all(self, tied: list[Record], pinned: set[str]) -> dict[str, Any] | None:
+        """Records that fit a description equally ("your current desk lamp
+        (gold, medium brightness, USB)": three medium USB lamps) all give
+        another value where it names one of another record's ("gold", a
+        watch's): whichever was meant, that value is misread."""
+        held = set().union(*(rec.described_by() for rec in tied))
+        for value in sorted(v for v in pinned - held if _distinctive(v)):  # a price is shared by chance
+            for kind, ident, name in sorted(self.owners.get(value, ())):
+                if kind != tied[0].kind:
+                    continue
+                mine = [rec.field_values(name) for rec in tied]
+                if all(vals and not (vals & pinned) for vals in mine):
+                    rec = tied[0]
+                    return {"slip": "wrong_record", "record": rec.ident, "field": name, "said": value,
+                            "belongs_to": ident, "own": sorted(mine[0] or {""})[0], "step": rec.step}
         return None
 
     def _foreign_field(self, rec: Record, other: Record, vals: set[str], terms: set[str]) -> str | None:
         """The one field where the text gives ``rec``'s value and ``other`` has
         another value, not in the text; None unless exactly one value of
         ``vals`` is foreign to ``other`` and sits in such a field."""
-        foreign = vals - other.values() - {rec.ident}
+        foreign = vals - other.described_by() - {rec.ident}
         if len(foreign) != 1:
             return None
         value = next(iter(foreign))
@@ -562,18 +765,35 @@ class RecordIndex:
         b_field = self._foreign_field(b, a, second[1], terms)
         if a_field is None or b_field is None or a_field == b_field:
             return None
-        said = next(iter(second[1] - a.values() - {b.ident}))
+        said = next(iter(second[1] - a.described_by() - {b.ident}))
+        if not _pins(said):
+            # Told the other way round: a short option ("4K") only supports.
+            a, b, b_field = b, a, a_field
+            said = next(iter(first[1] - a.described_by() - {b.ident}))
+            if not _pins(said):
+                return None
         return {"slip": "wrong_record", "record": a.ident, "field": b_field, "said": said, "belongs_to": b.ident,
                 "own": sorted(a.field_values(b_field) or {""})[0], "step": a.step}
 
     def _wrong_record(self, sentence: str, mentioned: list[Record], *,
                       figures_only: bool = False) -> dict[str, Any] | None:
-        target = _change_target(sentence)
-        if target is None:
-            return None
-        if target is not sentence:
-            sentence = target
-            mentioned = self._mentioned(_sentence_terms(sentence))
+        old, target = _change_parts(sentence)
+        if not old:
+            return self._foreign_value(sentence, mentioned, figures_only=figures_only)
+        # A change: each side is judged on the records it names itself
+        # ("Your current backpack (item 2492465580) is $202.39, so switching to
+        # the new one …").
+        for part in (target, old):
+            if part:
+                slip = self._foreign_value(part, self._mentioned(_sentence_terms(part)), figures_only=figures_only)
+                if slip:
+                    return slip
+        return None
+
+    def _foreign_value(self, sentence: str, mentioned: list[Record], *,
+                       figures_only: bool = False) -> dict[str, Any] | None:
+        """A value of a field that every record the sentence names of its kind
+        has, held by none of them but by another record of that kind."""
         if not mentioned:
             return None
         terms = _sentence_terms(sentence)
@@ -588,7 +808,7 @@ class RecordIndex:
                 named |= self.past.get((rec.kind, rec.ident, name), set())
         for value in sorted(terms):
             owners = self.owners.get(value)
-            if not owners or value in named or _negated_value(value, sentence) or any(
+            if not owners or value in named or _SIZE_LETTERS.get(value) in named or _negated_value(value, sentence) or any(
                 kind == rec.kind and ident == rec.ident for rec in mentioned for kind, ident, _ in owners
             ):
                 continue

@@ -904,6 +904,7 @@ class _Pass:
             self.failed_ids, self.worked_ids = {}, set()
             self.calls_since_user = 0
             self.writes_since_user = 0
+            self.records.acted = {}
             # A new request: pending replies are answered by this turn.
             self.pending = deque(c for c in self.pending if c.tool not in REPLY_TOOLS)
 
@@ -961,6 +962,7 @@ class _Pass:
                 self.done_tools.add(call.tool)
                 if not is_read_call(call.step.tool, call.step.args if call.step.args is not None else call.step.text):
                     self.writes_since_user += 1
+                    self.records.note_write(call.step.args)
                     self._hold(call)
                     # A call that may have changed the world: asking another
                     # tool again since is legitimate (a read changes nothing).
@@ -1268,7 +1270,7 @@ class _Pass:
         for before, sentence in [*zip(["", *sentences], sentences, strict=False), *(("", b) for b in _label_blocks(text))]:
             if self._record_slip(step, sentence, before):
                 return
-        if self._foreign_member(step, text):
+        if self._named_record_slip(step, text):
             return
         statement_numbers = extract(text).numbers
         planned = self.planned.get(step.index)
@@ -1623,12 +1625,18 @@ class _Pass:
         ), {"claim": sentence[:200], "verb": m.group("verb"), "tools": sorted(candidates)[:5]})
         return True
 
-    def _foreign_member(self, step: Step, text: str) -> bool:
-        if not self.records.members:
-            return False  # no record seen holds others (an order its lines)
+    def _named_record_slip(self, step: Step, text: str) -> bool:
+        """A record named by its id with another's label, or a thing placed in
+        a record it is not part of: judged in plans and questions too."""
+        if not self.records.latest:
+            return False
         header = ""  # the line ending in ":" that a list under it belongs to
         for sentence in split_sentences(text):
             listed = bool(header) and _LIST_MARK_RE.match(sentence) is not None
+            slip = self.records.labelled_id(sentence)
+            if slip is not None:
+                self._record_break(step, slip, sentence)
+                return True
             slip = self.records.foreign_member(sentence)
             if slip is not None:
                 self._break(step.index, "wrong_record", (
