@@ -13,7 +13,7 @@ Design choices (DESIGN.md section 1):
 - stop needs the whole ladder first (a hint, then a redirect) *and* grounds
   (futile repeats, unusable results in a row, a long run without progress):
   false kills are the real cost. One shortcut: a dead loop (the same call, the
-  same unusable result, nothing effective between) that the model makes again
+  same unusable or unchanged result, nothing effective between) that the model makes again
   after a hint about it is stopped at that call (FAST_FUTILE);
 - a soft complexity estimate of the goal stretches or shrinks the patience
   windows; it never triggers anything by itself.
@@ -96,15 +96,21 @@ STOP_FUTILE = 2
 STOP_INVALID = 5
 
 # Fast lane for a dead loop, no redirect or cooldown needed: once a call has
-# got the same unusable result again (this many futile repeats of that very
-# call, nothing effective in between) and a hint was given after that, making
-# the same call once more is stopped at the call, before it runs. In a
+# got the same dead result again (this many futile repeats of that very call,
+# nothing effective in between) and a hint was given after that, making the
+# same call once more is stopped at the call, before it runs. In a
 # deterministic tool the third try of a call that failed twice the same way
 # cannot do better, and the hint was the model's turn to change course. 1 is
-# that third try; 0 turns the lane off. A timeout may pass on a retry and a
-# valid result is not a failure: neither counts (FAST_LANE_CLASSES).
+# that third try; 0 turns the lane off.
 FAST_FUTILE = 1
-FAST_LANE_CLASSES = frozenset({"error", "empty", "junk", "too_short"})
+# Dead results (FAST_LANE_CLASSES): unusable ones (error, empty, junk, too
+# short) and the same data again with nothing new in it ("no_new_info": tau2's
+# get_details_by_id answered with the same record 96 times; asking again
+# cannot change it). A repeated value another call returned first is a
+# confirmed value and never counts (STOP_FUTILE's comment). A timeout may pass
+# on a retry: it never counts. A tool polled for a status that has not changed
+# yet looks the same; an agent loop should wait between polls.
+FAST_LANE_CLASSES = frozenset({"error", "empty", "junk", "too_short", "no_new_info"})
 
 # Progress observations in a row after which the ladder starts again at hint.
 RESET_AFTER = 2
@@ -125,6 +131,10 @@ _MULTI_HOP_RE = re.compile(
     r"|more|less|first|last|while)\b|和|与|以及|比较|哪个|之前|之后|同时|然后|分别",
     re.I,
 )
+
+
+# Digits, blanked when two failures are compared (_track_futility).
+_DIGITS_RE = re.compile(r"\d+")
 
 
 class PolicyError(ValueError):
@@ -483,7 +493,13 @@ class Watchdog:
         key = self._action_keys.pop(obs.action_step, None)
         if key is None:
             return
-        pair = (key[0], key[1], hash(" ".join(obs.toks[:400])))
+        seen = " ".join(obs.toks[:400])
+        if obs.bad:
+            # A failure is the same failure whatever counters it carries (the
+            # interpreter's cell number, "You have 3 steps left"): its digits are
+            # blanked. A valid result keeps them: there they are the data.
+            seen = _DIGITS_RE.sub("#", seen)
+        pair = (key[0], key[1], hash(seen))
         previous = self._pairs.get(pair)
         self._pairs[pair] = self._turn
         if not obs.bad:
@@ -693,7 +709,7 @@ def _message(trig: _Trigger, tier: str, wd: Watchdog, step: Step, threshold: dic
         if name == "ladder.fast_futile":
             return (
                 f"Stopped by the watchdog ({trig.detector}): {d.get('tool') or 'this call'} with "
-                f"'{d.get('args', '')}' already got the same unusable result {score + 1} times with nothing new "
+                f"'{d.get('args', '')}' already got the same unusable or unchanged result {score + 1} times with nothing new "
                 f"in between (repeated at step {d.get('compared_step')}), and was made again after the hint at step "
                 f"{wd._hint_step}; it was stopped before it ran. Fallback: answer with the facts observed "
                 "so far, marked as incomplete, or report that the goal could not be reached with the tools given."

@@ -82,9 +82,9 @@ FIELDS: dict[str, FieldDoc] = {
         "stop: invalid results in a row", "Or this many unusable results (error, empty, timeout, junk) in a row. "
         "Higher: later stops.", -1),
     "ladder.fast_futile": FieldDoc(
-        "fast stop: dead loop", "A shortcut past the redirect: once a call got the same unusable result again "
-        "this many times (nothing new in between) and a hint followed, making that very call once more is "
-        "stopped before it runs. 0 turns the shortcut off. Higher: later stops.", -1),
+        "fast stop: dead loop", "A shortcut past the redirect: once a call got the same unusable or unchanged "
+        "result again this many times (nothing new in between) and a hint followed, making that very call once "
+        "more is stopped before it runs. 0 turns the shortcut off. Higher: later stops.", -1),
     "ladder.reset_after": FieldDoc(
         "reset after progress", "Progress observations in a row after which the ladder starts again at hint. "
         "Higher: the watchdog stays escalated longer.", +1),
