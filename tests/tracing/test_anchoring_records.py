@@ -161,3 +161,15 @@ def test_a_value_every_equally_fitting_variant_lacks_is_misread_whichever_was_me
     assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record" and "gold" in rep.reason
     assert run("Your current desk lamp (black, medium brightness, USB) will be returned.").report(task=task) \
         .first_break is None
+
+
+@pytest.mark.parametrize(("reply", "slip"), [
+    ("Would you like to exchange your current helmet (size S, black) for a larger one?", True),  # it is red
+    ("Would you like to exchange your current helmet (size S, red) for a larger one?", False),
+    ("The T-Shirt you ordered is blue.", False),  # no record holds "blue": not a value read from another
+    ("The helmet you received is black, size S.", True),  # black is the T-Shirt's
+    ("Your new helmet will be black.", False),  # the replacement is another thing
+])
+def test_the_users_own_thing_is_the_line_of_their_orders_with_that_name(reply, slip):
+    rep = orders().reply(reply).report(task=TASK)
+    assert (rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record") is slip

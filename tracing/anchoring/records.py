@@ -265,6 +265,16 @@ _ID_TAG_WORDS_RE = re.compile(r"[^\s:#]+")
 MAX_LABEL_CHARS = 80
 _LABEL_START_RE = re.compile(r"[,;:()\n]|\b(?:for|to|with|into|from|and|or|than|instead of)\b", re.IGNORECASE)
 
+# The user's own thing: "your (current) X …", "the X you ordered …"; not its
+# replacement ("your new helmet"). The clause ends where another thing comes
+# in ("… for the silver one", "… to this model").
+_OWNED_RE = re.compile(
+    r"\byour\s+(?!new\b|replacement\b|requested\b|exchange\b|selected\b|chosen\b)(?:current\s+|original\s+|"
+    r"existing\s+)?(?P<clause>[^.;!?\n]{3,200})"
+    r"|\b(?P<clause2>[\w -]{3,40}\s+you\s+(?:ordered|purchased|bought|received|currently have|have)\b[^.;!?\n]{0,160})")
+_OWNED_END_RE = re.compile(r"\s(?:for|to|into|with the|instead|than|versus|vs\.?|and the|and your|but)\s|→|->|=>")
+MAX_OWNED_NAME_CHARS = 60  # the thing is named within these first characters of the clause
+
 # "… from order #W5490111", "… in your pending order #W2466703": things said to
 # be in a record named by its id.
 _MEMBER_OF_RE = re.compile(r"\b(?:in|from|of|on)\s+(?:your\s+|the\s+)?(?:\w+\s+){0,2}?(?P<id>#?[a-z]*\d[\w-]{3,})\b")
@@ -590,6 +600,32 @@ class RecordIndex:
         if rec is None or any(other is not rec for other in self._mentioned(_sentence_terms(item))):
             return None  # "New item: Air Purifier (item 9534205511) – $473.43" names its own record
         return self._wrong_record(item, [rec])
+
+    def owned_line(self, sentence: str) -> dict[str, Any] | None:
+        """"your current air purifier (priced at $502.70)", "the camera you
+        ordered has a 24MP resolution": the user's own thing is the one line
+        of their orders with that name (or head noun: "helmet" for "Cycling
+        Helmet"); what the clause says of it is judged on that line. Its
+        replacement ("your new helmet") is another thing."""
+        if not self.members:
+            return None
+        low = sentence.lower()
+        lines: dict[str, set[tuple[str, str]]] = {}
+        for own in self.members.values():
+            for name, key in own.items():
+                for word in {name, name.rsplit(" ", 1)[-1]}:
+                    lines.setdefault(word, set()).add(key)
+        for m in _OWNED_RE.finditer(low):
+            clause = _OWNED_END_RE.split(m.group("clause") or m.group("clause2"), maxsplit=1)[0]
+            head = clause[:MAX_OWNED_NAME_CHARS]
+            found = [w for w in lines if len(w) >= 4 and re.search(rf"\b{re.escape(w)}\b", head)]
+            keys = {key for w in found for key in lines[w]}
+            if len(keys) != 1 or (rec := self.latest.get(next(iter(keys)))) is None:
+                continue
+            slip = self._foreign_value(clause, [rec])
+            if slip:
+                return slip
+        return None
 
     def labelled_id(self, sentence: str) -> dict[str, Any] | None:
         """"cancel the T-Shirt (item ID 6117189161)" when 6117189161 is the

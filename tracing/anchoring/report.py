@@ -1633,7 +1633,7 @@ class _Pass:
         header = ""  # the line ending in ":" that a list under it belongs to
         for sentence in split_sentences(text):
             listed = bool(header) and _LIST_MARK_RE.match(sentence) is not None
-            slip = self.records.labelled_id(sentence)
+            slip = self.records.labelled_id(sentence) or self.records.owned_line(sentence)
             if slip is not None:
                 self._record_break(step, slip, sentence)
                 return True
