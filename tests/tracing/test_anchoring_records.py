@@ -173,3 +173,9 @@ def test_a_value_every_equally_fitting_variant_lacks_is_misread_whichever_was_me
 def test_the_users_own_thing_is_the_line_of_their_orders_with_that_name(reply, slip):
     rep = orders().reply(reply).report(task=TASK)
     assert (rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record") is slip
+
+
+def test_a_price_does_not_end_the_clause_about_the_users_own_thing():
+    rep = orders().reply("Your current helmet ($53.27) can be exchanged.").report(task=TASK)
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record" and "53.27" in rep.reason
+    assert orders().reply("Your current helmet ($197.33) can be exchanged.").report(task=TASK).first_break is None

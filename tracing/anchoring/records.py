@@ -270,8 +270,9 @@ _LABEL_START_RE = re.compile(r"[,;:()\n]|\b(?:for|to|with|into|from|and|or|than|
 # in ("… for the silver one", "… to this model").
 _OWNED_RE = re.compile(
     r"\byour\s+(?!new\b|replacement\b|requested\b|exchange\b|selected\b|chosen\b)(?:current\s+|original\s+|"
-    r"existing\s+)?(?P<clause>[^.;!?\n]{3,200})"
-    r"|\b(?P<clause2>[\w -]{3,40}\s+you\s+(?:ordered|purchased|bought|received|currently have|have)\b[^.;!?\n]{0,160})")
+    r"existing\s+)?(?P<clause>(?:[^.;!?\n]|(?<=\d)\.(?=\d)){3,200})"
+    r"|\b(?P<clause2>[\w -]{3,40}\s+you\s+(?:ordered|purchased|bought|received|currently have|have)\b"
+    r"(?:[^.;!?\n]|(?<=\d)\.(?=\d)){0,160})")
 _OWNED_END_RE = re.compile(r"\s(?:for|to|into|with the|instead|than|versus|vs\.?|and the|and your|but)\s|→|->|=>")
 MAX_OWNED_NAME_CHARS = 60  # the thing is named within these first characters of the clause
 
