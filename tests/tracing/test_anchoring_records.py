@@ -179,3 +179,19 @@ def test_a_price_does_not_end_the_clause_about_the_users_own_thing():
     rep = orders().reply("Your current helmet ($53.27) can be exchanged.").report(task=TASK)
     assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record" and "53.27" in rep.reason
     assert orders().reply("Your current helmet ($197.33) can be exchanged.").report(task=TASK).first_break is None
+
+
+def test_a_list_headed_by_one_record_gives_that_records_fields():
+    rep = cameras().reply("The cheapest one is item 111:\n• Resolution: 4K\n• Color: black\n• Price: $481.50") \
+        .report(task=TASK)
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record" and "black" in rep.reason
+    assert cameras().reply("The cheapest one is item 111:\n• Resolution: 4K\n• Color: silver\n• Price: $481.50") \
+        .report(task=TASK).first_break is None
+
+
+def test_a_change_target_that_names_no_thing_is_a_variant_of_the_thing_changed():
+    # 5K silver is 222; black is 333's: neither variant is described.
+    rep = cameras().reply("Change the Action Camera to the 5K, waterproof, black option.").report(task=TASK)
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record"
+    assert cameras().reply("Change the Action Camera to the 5K, waterproof, silver option.").report(task=TASK) \
+        .first_break is None

@@ -570,8 +570,7 @@ class RecordIndex:
             key = next(((k, i) for (k, i) in self.members if i.lstrip("#") == ident.lstrip("#")), None)
             if key is None:
                 continue
-            named = {n for n in self.thing_names if re.search(rf"\b{re.escape(n)}\b", window)
-                     and not _negated_value(n, window)}
+            named = {n for n in self._things_in(window) if not _negated_value(n, window)}
             own = self.members[key]
             foreign = {n for n in named if n not in own and not any(n in o or o in n for o in own)}
             if len(foreign) == 1 and (named - foreign or len(named) == 1):
@@ -588,7 +587,13 @@ class RecordIndex:
         low = header.lower()
         key = next((k for k in self.members if re.search(rf"(?<!\w)#?{re.escape(k[1].lstrip('#'))}\b", low)), None)
         if key is None:
-            return None
+            # "The easiest one is item 1096508426:" then "• Theme: animals":
+            # a list headed by one record, none of whose lines it names, gives
+            # that record's fields.
+            headed = self._mentioned(_sentence_terms(header))
+            if len(headed) != 1 or self._mentioned(_sentence_terms(item)):
+                return None
+            return self._wrong_record(item, headed)
         line = item.lower()
         named = [n for n in self.members[key] if len(n) >= MIN_VALUE_CHARS and re.search(rf"\b{re.escape(n)}\b", line)]
         if not named:
@@ -682,12 +687,19 @@ class RecordIndex:
         parts = [target] if target is not None else []
         if old:
             parts.append(old)
-        for item in (part for text in parts for bullet in _BULLET_RE.split(text)
-                     for part in _CLAUSE_AND_RE.split(bullet)):
-            slip = self._mixed_item(item)
-            if slip:
-                return slip
+        # "Change the luggage set to the 2-piece, red option": a target that
+        # names no thing is a variant of the thing the change names.
+        changed = sorted(self._things_in(old)) if target and old and not self._things_in(target) else []
+        for text in parts:
+            for item in (part for bullet in _BULLET_RE.split(text) for part in _CLAUSE_AND_RE.split(bullet)):
+                slip = self._mixed_item(" ".join([item, *changed]) if text is target else item)
+                if slip:
+                    return slip
         return None
+
+    def _things_in(self, text: str) -> set[str]:
+        low = text.lower()
+        return {n for n in self.thing_names if n in low and re.search(rf"\b{re.escape(n)}\b", low)}
 
     def _mixed_item(self, text: str) -> dict[str, Any] | None:
         pinned = {t for t in _sentence_terms(text) if _pins(t)}
