@@ -195,3 +195,19 @@ def test_a_change_target_that_names_no_thing_is_a_variant_of_the_thing_changed()
     assert rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record"
     assert cameras().reply("Change the Action Camera to the 5K, waterproof, silver option.").report(task=TASK) \
         .first_break is None
+
+
+@pytest.mark.parametrize(("reply", "slip"), [
+    ("You can change the payment method to your Mastercard ending in 8902.", True),  # 8902 is the Visa
+    ("You can change the payment method to your Visa ending in 8902.", False),
+    ("You can change the payment method to your Mastercard ending in 4336.", False),
+])
+def test_the_words_before_a_cards_last_digits_label_that_card(reply, slip):
+    user = {"user_id": "isabella_lopez_6490", "payment_methods": {
+        "credit_card_8897086": {"source": "credit_card", "id": "credit_card_8897086", "brand": "visa",
+                                "last_four": "8902"},
+        "credit_card_8554680": {"source": "credit_card", "id": "credit_card_8554680", "brand": "mastercard",
+                                "last_four": "4336"}}}
+    run = Run().call("get_user_details", {"user_id": "isabella_lopez_6490"}).result("get_user_details", user)
+    rep = run.reply(reply).report(task="I am isabella_lopez_6490.")
+    assert (rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record") is slip

@@ -263,6 +263,8 @@ _ID_TAG_WORDS_RE = re.compile(r"[^\s:#]+")
 # preposition that introduced it ("swapping the bookshelf (…) for the 20MP
 # camera (…)": the camera), within this many characters.
 MAX_LABEL_CHARS = 80
+# A card named by its last digits: "… ending in 8902", "… ending 8902".
+_CARD_TAG_RE = re.compile(r"\s(?:card\s+)?ending\s+(?:in\s+)?(?P<digits>\d{4})\b", re.IGNORECASE)
 _LABEL_START_RE = re.compile(r"[,;:()\n]|\b(?:for|to|with|into|from|and|or|than|instead of)\b", re.IGNORECASE)
 
 # The user's own thing: "your (current) X …", "the X you ordered …"; not its
@@ -637,16 +639,18 @@ class RecordIndex:
         """"cancel the T-Shirt (item ID 6117189161)" when 6117189161 is the
         Action Camera: the words just before a parenthesis that holds only a
         record's id label that record, in a plan or question too ("to
-        confirm, you want to cancel …" still says which item it is)."""
-        if "(" not in sentence:
-            return None
+        confirm, you want to cancel …" still says which item it is). So do
+        the words before a card's last digits ("your Mastercard ending in
+        8902" when 8902 is the Visa)."""
+        tags = [(m.start(), m.end(), m.group(1)) for m in _PAREN_RE.finditer(sentence)
+                if len(_ID_TAG_WORDS_RE.findall(m.group(1))) <= MAX_ID_TAG_WORDS]  # else a description of its own
+        if self.card_digits:
+            tags.extend((m.start(), m.end(), m.group("digits")) for m in _CARD_TAG_RE.finditer(sentence))
         start = 0
-        for m in _PAREN_RE.finditer(sentence):
-            inside, before = m.group(1), sentence[start:m.start()]
-            start = m.end()
-            if len(_ID_TAG_WORDS_RE.findall(inside)) > MAX_ID_TAG_WORDS:
-                continue  # a description of its own, judged by _parenthesised
-            named = self._mentioned(_sentence_terms(inside))
+        for begin, end, tag in sorted(tags):
+            before = sentence[start:begin]
+            start = end
+            named = self._mentioned(_sentence_terms(tag))
             if len(named) != 1:
                 continue
             label = _LABEL_START_RE.split(before[-MAX_LABEL_CHARS:])[-1]
