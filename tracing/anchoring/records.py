@@ -456,10 +456,9 @@ class RecordIndex:
                 continue
             terms = _sentence_terms(part) | _described_terms(part, [])
             by_kind: dict[str, list[tuple[int, bool, Record]]] = {}
-            for ident, is_new in sorted(self.acted.items()):
-                for (kind, rec_ident), rec in self.latest.items():
-                    if rec_ident == ident and kind not in named:
-                        by_kind.setdefault(kind, []).append((len(rec.described_by() & terms), is_new, rec))
+            for (kind, ident), rec in self.latest.items():  # insertion order: the same in every process
+                if ident in self.acted and kind not in named:
+                    by_kind.setdefault(kind, []).append((len(rec.described_by() & terms), self.acted[ident], rec))
             chosen = []
             for fits in by_kind.values():
                 # An exchange tells old and new apart: the one item it gave
@@ -615,9 +614,9 @@ class RecordIndex:
         of their orders with that name (or head noun: "helmet" for "Cycling
         Helmet"); what the clause says of it is judged on that line. Its
         replacement ("your new helmet") is another thing."""
-        if not self.members:
-            return None
         low = sentence.lower()
+        if not self.members or "you" not in low:
+            return None
         lines: dict[str, set[tuple[str, str]]] = {}
         for own in self.members.values():
             for name, key in own.items():
@@ -711,6 +710,8 @@ class RecordIndex:
         for term in pinned:
             for kind, ident, _name in self.owners.get(term, ()):
                 hits.setdefault((kind, ident), set()).add(term)
+        if not hits:
+            return self._priced_thing(pinned)
         terms = pinned | _described_terms(text, [self.latest[key] for key in hits])
         for key in hits:
             # What it inherits counts too (a variant is its product's name),
