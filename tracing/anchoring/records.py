@@ -441,6 +441,10 @@ class RecordIndex:
                 if isinstance(v, (str, int)) and not isinstance(v, bool):
                     self.acted[norm_value(v)] = str(key).lower().startswith("new")
 
+    def forget_writes(self) -> None:
+        """The user spoke: the next report is about the writes made after."""
+        self.acted = {}
+
     def _acted_on(self, sentence: str) -> dict[str, Any] | None:
         """A report of the writes describes the records the calls acted on:
         what it says was changed, the old ones; what it was changed to, the

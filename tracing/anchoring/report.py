@@ -904,7 +904,7 @@ class _Pass:
             self.failed_ids, self.worked_ids = {}, set()
             self.calls_since_user = 0
             self.writes_since_user = 0
-            self.records.acted = {}
+            self.records.forget_writes()
             # A new request: pending replies are answered by this turn.
             self.pending = deque(c for c in self.pending if c.tool not in REPLY_TOOLS)
 
@@ -1626,8 +1626,9 @@ class _Pass:
         return True
 
     def _named_record_slip(self, step: Step, text: str) -> bool:
-        """A record named by its id with another's label, or a thing placed in
-        a record it is not part of: judged in plans and questions too."""
+        """A record named by its id (or the user's own thing) with another's
+        label or values, or a thing placed in a record it is not part of:
+        judged in plans and questions too."""
         if not self.records.latest:
             return False
         header = ""  # the line ending in ":" that a list under it belongs to
