@@ -211,3 +211,26 @@ def test_the_words_before_a_cards_last_digits_label_that_card(reply, slip):
     run = Run().call("get_user_details", {"user_id": "isabella_lopez_6490"}).result("get_user_details", user)
     rep = run.reply(reply).report(task="I am isabella_lopez_6490.")
     assert (rep.first_break == 2 and rep.evidence["pattern"] == "wrong_record") is slip
+
+
+def test_of_two_lines_with_the_users_thing_the_words_pick_the_one_they_fit():
+    bottles = {"order_id": "#W3333333", "status": "delivered", "items": [
+        {"name": "Water Bottle", "product_id": "8310926033", "item_id": "512", "price": 52.79,
+         "options": {"capacity": "500ml", "material": "stainless steel", "color": "black"}}]}
+    other = {"order_id": "#W4444444", "status": "delivered", "items": [
+        {"name": "Water Bottle", "product_id": "8310926033", "item_id": "513", "price": 47.76,
+         "options": {"capacity": "750ml", "material": "glass", "color": "blue"}}]}
+
+    def run(reply: str) -> Run:
+        return (
+            Run().call("get_order_details", {"order_id": "#W3333333"}).result("get_order_details", bottles)
+            .call("get_order_details", {"order_id": "#W4444444"}).result("get_order_details", other)
+            .reply(reply)
+        )
+
+    task = "My orders are #W3333333 and #W4444444."
+    rep = run("Would you like to exchange your 500ml blue stainless steel bottle?").report(task=task)
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record" and "blue" in rep.reason
+    assert run("Would you like to exchange your 500ml black stainless steel bottle?").report(task=task) \
+        .first_break is None
+    assert run("Would you like to exchange your blue bottle?").report(task=task).first_break is None  # the glass one

@@ -630,10 +630,15 @@ class RecordIndex:
             clause = _OWNED_END_RE.split(m.group("clause") or m.group("clause2"), maxsplit=1)[0]
             head = clause[:MAX_OWNED_NAME_CHARS]
             found = [w for w in lines if len(w) >= 4 and re.search(rf"\b{re.escape(w)}\b", head)]
-            keys = {key for w in found for key in lines[w]}
-            if len(keys) != 1 or (rec := self.latest.get(next(iter(keys)))) is None:
+            recs = [rec for key in sorted({key for w in found for key in lines[w]}) if (rec := self.latest.get(key))]
+            if len(recs) > 1:
+                # Two orders hold a water bottle: the one the words fit best ("your 500ml … bottle").
+                terms = _sentence_terms(clause)
+                fits = sorted(((len(rec.described_by() & terms), rec.ident, rec) for rec in recs), reverse=True)
+                recs = [fits[0][2]] if fits[0][0] > fits[1][0] else []
+            if len(recs) != 1:
                 continue
-            slip = self._foreign_value(clause, [rec])
+            slip = self._foreign_value(clause, recs)
             if slip:
                 return slip
         return None
