@@ -65,7 +65,7 @@ def test_a_short_option_supports_a_description_but_is_never_the_misread_value():
 
 def test_a_thing_labelled_with_another_things_id_is_a_wrong_record():
     rep = orders().reply("To confirm, you want to cancel the T-Shirt (item ID 111) from order #W5490111?").report(task=TASK)
-    assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record" and "t-shirt" in rep.reason
+    assert rep.first_break == 4 and rep.evidence["pattern"] == "wrong_record" and "“T-Shirt”" in rep.reason
     assert orders().reply("To confirm, you want to cancel the Action Camera (item ID 111) from order #W5490111?") \
         .report(task=TASK).first_break is None
 
@@ -89,7 +89,7 @@ def test_the_report_of_a_write_describes_the_records_the_call_acted_on():
 
 def test_what_an_exchange_gave_up_is_the_old_side_of_its_report():
     rep = modified("The T-Shirt in your order #W5490111 has been changed to the 5K version.").report(task=TASK)
-    assert rep.first_break == 7 and rep.evidence["pattern"] == "wrong_record" and "t-shirt" in rep.reason
+    assert rep.first_break == 7 and rep.evidence["pattern"] == "wrong_record" and "“T-Shirt”" in rep.reason
     assert modified("The Action Camera in your order #W5490111 has been changed to the 5K version.").report(task=TASK) \
         .first_break is None
 

@@ -1671,9 +1671,12 @@ class _Pass:
         return True
 
     def _record_break(self, step: Step, slip: dict[str, Any], sentence: str) -> None:
+        # Values are matched lower-cased; the reason quotes the words as written ("T-Shirt").
+        written = re.search(re.escape(slip["said"]), sentence, re.IGNORECASE)
+        said = written.group(0) if written else slip["said"]
         self._break(step.index, "wrong_record", (
             f"the {_what(step)} at step {step.index} gives {slip['record']} the {slip['field']} "
-            f"“{slip['said']}”, which belongs to {slip['belongs_to']}; {slip['record']} has “{slip['own']}” "
+            f"“{said}”, which belongs to {slip['belongs_to']}; {slip['record']} has “{slip['own']}” "
             f"(result at step {slip['step']}): {_quote(sentence, 100)}"
         ), {**slip, "claim": sentence[:200]})
 
