@@ -359,6 +359,15 @@ def _described_terms(text: str, records: list[Record]) -> set[str]:
     return out
 
 
+def _best_fit(recs: list[Record], terms: set[str]) -> Record | None:
+    """The one record the words fit best: more of its values than any other
+    (None on a tie or when none fits at all)."""
+    scored = sorted(((len(rec.described_by() & terms), rec) for rec in recs), key=lambda item: -item[0])
+    if not scored or not scored[0][0] or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None
+    return scored[0][1]
+
+
 def _distinctive(value: str) -> bool:
     """A value that can name its record in a sentence: a word or name of some
     length, not a bare number (a price is shared by chance)."""
@@ -459,21 +468,21 @@ class RecordIndex:
             if not part:
                 continue
             terms = _sentence_terms(part) | _described_terms(part, [])
-            by_kind: dict[str, list[tuple[int, bool, Record]]] = {}
+            by_kind: dict[str, list[Record]] = {}
             for (kind, ident), rec in self.latest.items():  # insertion order: the same in every process
                 if ident in self.acted and kind not in named:
-                    by_kind.setdefault(kind, []).append((len(rec.described_by() & terms), self.acted[ident], rec))
+                    by_kind.setdefault(kind, []).append(rec)
             chosen = []
-            for fits in by_kind.values():
+            for recs in by_kind.values():
                 # An exchange tells old and new apart: the one item it gave
                 # up is what its old side is about, whatever words name it.
-                exchange = any(is_new for _, is_new, _ in fits)
+                exchange = any(self.acted[rec.ident] for rec in recs)
                 if exchange:
-                    fits = [fit for fit in fits if fit[1] == new]
-                fits.sort(key=lambda item: -item[0])
-                if (exchange and not new and len(fits) == 1) or (
-                        fits and fits[0][0] and (len(fits) == 1 or fits[1][0] < fits[0][0])):
-                    chosen.append(fits[0][2])
+                    recs = [rec for rec in recs if self.acted[rec.ident] == new]
+                if exchange and not new and len(recs) == 1:
+                    chosen.append(recs[0])
+                elif (rec := _best_fit(recs, terms)) is not None:
+                    chosen.append(rec)
             slip = self._foreign_value(part, chosen) if chosen else None
             if slip:
                 return slip
@@ -633,9 +642,7 @@ class RecordIndex:
             recs = [rec for key in sorted({key for w in found for key in lines[w]}) if (rec := self.latest.get(key))]
             if len(recs) > 1:
                 # Two orders hold a water bottle: the one the words fit best ("your 500ml … bottle").
-                terms = _sentence_terms(clause)
-                fits = sorted(((len(rec.described_by() & terms), rec.ident, rec) for rec in recs), reverse=True)
-                recs = [fits[0][2]] if fits[0][0] > fits[1][0] else []
+                recs = [rec] if (rec := _best_fit(recs, _sentence_terms(clause))) is not None else []
             if len(recs) != 1:
                 continue
             slip = self._foreign_value(clause, recs)
