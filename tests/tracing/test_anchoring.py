@@ -7,6 +7,7 @@ import time
 import pytest
 
 from tests.eval_data import eval_runs
+from tests.tracing.helpers import report_all
 from tracing.anchoring import anchor_report, is_failure, report
 from tracing.anchoring.salience import MAX_SCAN_CHARS, extract, normalize_number
 from tracing.steps import Step, read_jsonl
@@ -34,7 +35,7 @@ def run(*items: tuple, task: str = ""):
         kind, text, tool, args = item[:4]
         meta = item[4] if len(item) > 4 else {}
         steps.append(Step(index=i, kind=kind, text=text, tool=tool, args=args, meta=meta))
-    return anchor_report(steps, task)
+    return report_all(steps, task)
 
 
 HANGZHOU = "Wang Guowei (born 1877 in Hangzhou) was a Chinese scholar of history and literature."
@@ -57,7 +58,8 @@ def test_anchored_run_has_no_break_and_scores_each_step_after_an_observation():
     assert set(rep.scores) == {3, 4}
     assert rep.scores[3] > 0.5
     assert rep.to_dict() == {
-        "first_anchor_break": None, "anchor_reason": "", "anchor_evidence": {}, "anchor_findings": []
+        "first_anchor_break": None, "first_finding": None, "anchor_reason": "", "anchor_evidence": {},
+        "anchor_findings": [],
     }
 
 
@@ -455,7 +457,7 @@ def test_unknown_kinds_and_unsorted_input():
         Step(index=4, kind="error", text="unparsable"),
         Step(index=5, kind="thought", text="Wang Guowei was born in Haiyan."),
     ]
-    assert anchor_report(steps).first_break == 5
+    assert report_all(steps).first_break == 5
 
 
 def test_normalize_number_forms():
@@ -477,7 +479,7 @@ def test_id_number_digit_threshold_both_sides():
 
 def test_smoke_react_exemplars_few_false_breaks():
     runs = list(read_jsonl(eval_runs("react_exemplars")))
-    flagged = [t.run_id for t in runs if anchor_report(t.steps, t.task).first_break is not None]
+    flagged = [t.run_id for t in runs if report_all(t.steps, t.task).first_break is not None]
     assert len(flagged) <= 0.10 * len(runs), flagged
 
 
@@ -519,21 +521,21 @@ def test_similarity_hook_scores_and_used_threshold_both_sides():
     steps = [Step(i, it[0], it[1], tool=it[2], args=it[3]) for i, it in enumerate(items)]
     task = "put a clean lettuce in the diningtable."
     # lexically the thought uses the observation (lettuce 2): no break
-    assert anchor_report(steps, task).first_break is None
+    assert report_all(steps, task).first_break is None
     # a similarity below used_min overrides that: ignored
     low = _FakeSimilarity(0.19)
-    rep = anchor_report(steps, task, similarity=low)
+    rep = report_all(steps, task, similarity=low)
     assert rep.first_break == 2 and rep.scores[2] == 0.19 and low.primed
     # at used_min: used
-    assert anchor_report(steps, task, similarity=_FakeSimilarity(0.2)).first_break is None
+    assert report_all(steps, task, similarity=_FakeSimilarity(0.2)).first_break is None
     # negative cosines are clipped into the [0, 1] score range
-    assert anchor_report(steps, task, similarity=_FakeSimilarity(-0.3)).scores[2] == 0.0
+    assert report_all(steps, task, similarity=_FakeSimilarity(-0.3)).scores[2] == 0.0
 
 
 def test_lexical_default_does_not_import_the_semantic_experiment():
     import sys
 
-    anchor_report([Step(0, "action", "Search[x]", tool="Search", args="x"), Step(1, "observation", HANGZHOU)])
+    report_all([Step(0, "action", "Search[x]", tool="Search", args="x"), Step(1, "observation", HANGZHOU)])
     assert "anchoring_semantic" not in sys.modules
 
 

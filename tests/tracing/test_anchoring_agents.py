@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.eval_data import eval_runs
-from tests.tracing.helpers import Run
+from tests.tracing.helpers import Run, report_all
 from tracing.anchoring import anchor_report
 from tracing.steps import Step, read_jsonl
 
@@ -609,7 +609,7 @@ def test_a_10_mb_json_result_is_analysed_quickly():
 def test_any_step_sequence_gives_a_report(items):
     steps = [Step(index=i, kind=k, text=t, tool=tool, args={"content": t} if tool == "respond" else t)
              for i, (k, t, tool) in enumerate(items)]
-    rep = anchor_report(steps, task="x", context={"system": "y", "tools": []})
+    rep = report_all(steps, task="x", context={"system": "y", "tools": []})
     assert rep.first_break is None or rep.first_break in {s.index for s in steps}
 
 
@@ -620,7 +620,7 @@ def test_any_step_sequence_gives_a_report(items):
 def test_breaks_on_succeeded_runs_of_the_new_sources_stay_rare(source):
     path = eval_runs(source)
     ok = [t for t in read_jsonl(path) if t.success]
-    flagged = sum(anchor_report(t.steps, task=t.goal, context=t.context).first_break is not None for t in ok)
+    flagged = sum(report_all(t.steps, task=t.goal, context=t.context).first_break is not None for t in ok)
     # bench/anchoring_eval.py reports the exact figures; this pins the order.
     assert flagged / len(ok) <= 0.08
 

@@ -122,7 +122,7 @@ def test_real_file(source, tmp_path):
         assert not any(iv["tier"] == "stop" for r in rows for iv in r["interventions"])
 
 
-def test_each_line_carries_the_first_anchor_break(tmp_path):
+def test_each_line_carries_the_shown_break_and_the_first_finding(tmp_path):
     import io
     import json as _json
 
@@ -138,5 +138,14 @@ def test_each_line_carries_the_first_anchor_break(tmp_path):
     out = io.StringIO()
     run_file(path, DEFAULT_POLICY, out, io.StringIO())
     result = _json.loads(out.getvalue())
-    assert result["first_anchor_break"] == 1
+    # A name nothing observed supports is weak evidence: a finding, not the break.
+    assert result["first_anchor_break"] is None
+    assert result["first_finding"] == 1
+    assert "Haiyan" in result["anchor_findings"][0]["reason"]
+    line["steps"][1]["content"] = "The observation says the author was born in Haiyan."
+    path.write_text(_json.dumps(line) + "\n")
+    out = io.StringIO()
+    run_file(path, DEFAULT_POLICY, out, io.StringIO())
+    result = _json.loads(out.getvalue())
+    assert result["first_anchor_break"] == 1  # it names its source, which lacks the value: strong
     assert "Haiyan" in result["anchor_reason"]

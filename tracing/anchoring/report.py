@@ -100,6 +100,7 @@ from tracing.anchoring.records import RecordIndex
 from tracing.anchoring.relation import wrong_relation
 from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, normalize_number, split_sentences
 from tracing.anchoring.slips import caught
+from tracing.anchoring.strength import STRONG, WEAK, evidence_of, is_shown
 from tracing.normalize import EN_STOP_WORDS, action_key, call_signature, jaccard, tokens
 from tracing.results import Reading, is_command, is_move_call, is_read_call, move_place, read_result
 from tracing.steps import REPLY_TOOLS, Step, context_text, is_reply, role_of
@@ -199,26 +200,50 @@ class Break:
     pattern: str  # one of PATTERNS
     reason: str
     evidence: dict[str, Any] = field(default_factory=dict)
+    # tracing.anchoring.strength: a strong break can be the run's shown break,
+    # a weak one is a finding worth a look.
+    strength: str = STRONG
+    evidence_kind: str = ""
+    confidence: float = 0.0
 
 
 @dataclass
 class AnchorReport:
+    # The shown break: the first strong one (tracing.anchoring.strength).
     first_break: int | None
     reason: str
     evidence: dict[str, Any]
     scores: dict[int, float]
+    # Every break, strong and weak, in step order; each says its strength.
     breaks: list[Break]
     # Worth a look, not a break: an answer the agent reasoned its way to from
     # its own knowledge, which no observation backs (FINDINGS).
     findings: list[Break] = field(default_factory=list)
 
+    @property
+    def weak(self) -> list[Break]:
+        return [b for b in self.breaks if b.strength != STRONG]
+
+    @property
+    def first_finding(self) -> int | None:
+        """The first weak break's step: where to look when nothing is shown."""
+        weak = self.weak
+        return weak[0].step if weak else None
+
     def to_dict(self) -> dict[str, Any]:
+        # Weak breaks are listed with the findings, first by step, so every
+        # page that shows findings shows them apart from the break.
+        listed = sorted([*self.findings, *self.weak], key=lambda f: f.step)
         return {
             "first_anchor_break": self.first_break,
+            "first_finding": self.first_finding,
             "anchor_reason": self.reason,
             "anchor_evidence": self.evidence,
             "anchor_findings": [
-                {"step": f.step, "pattern": f.pattern, "reason": f.reason, **f.evidence} for f in self.findings
+                {"step": f.step, "pattern": f.pattern, "reason": f.reason, **f.evidence,
+                 **({"strength": f.strength, "evidence_kind": f.evidence_kind, "confidence": f.confidence}
+                    if f.pattern in PATTERNS else {})}
+                for f in listed
             ],
         }
 
@@ -263,6 +288,17 @@ def _step_text(step: Step) -> str:
         return step.text or ""
     text = _args_text(step.args)
     return text if text.strip() else (step.text or "")
+
+
+def _no_arguments(step: Step) -> bool:
+    """An action that passes nothing: its tool's name alone, or empty arguments."""
+    args = step.args
+    if isinstance(args, dict | list):
+        return not any(v not in (None, "", [], {}) for v in (args.values() if isinstance(args, dict) else args))
+    text = (args if isinstance(args, str) else "") or ""
+    if not text.strip():
+        text = step.text or ""
+    return not text.strip() or " ".join(text.lower().split()) == (step.tool or "").strip().lower()
 
 
 def _is_final(step: Step) -> bool:
@@ -725,8 +761,15 @@ def anchor_report(
     *,
     context: dict[str, Any] | None = None,
     similarity: Similarity | None = None,
+    demoted: frozenset[str] = frozenset(),
+    promoted: frozenset[str] = frozenset(),
 ) -> AnchorReport:
     """Anchoring scores and break patterns over one run, in step order.
+
+    ``demoted``: patterns a project's reviewers found unreliable for their
+    agents; their breaks are weak there (findings, never the shown break).
+    ``promoted``: weak patterns a project shows as breaks all the same (a team
+    whose agents never compute or paraphrase; the what-if "with" column).
 
     ``similarity`` (experiments only) replaces the lexical per-step score and
     the "did the next turn use this observation" test; the claim, success and
@@ -742,7 +785,7 @@ def anchor_report(
     for step in ordered:
         run.feed(step)
     run.close_turn()
-    return run.report()
+    return run.report(demoted, promoted)
 
 
 def _names_id(text: str, ident: str) -> bool:
@@ -1035,6 +1078,16 @@ class _Pass:
             "earlier_observation_step": earlier.obs.index,
             "earlier_failed": bool(earlier.failed),
         }
+        if not earlier.failed and not earlier.read:
+            # A write that worked, done again ("craft 1 wool" twice, a second
+            # item into the cart), makes another one: it asks no question whose
+            # answer the agent already had. Worth a look, not proof.
+            evidence["probe"] = True
+        elif not earlier.failed and _no_arguments(action):
+            # A call that asks nothing ("inventory", "get_status({})") reads the
+            # state of the world; reading it again is checking, not a question
+            # already answered (a finding, tracing.anchoring.strength).
+            evidence["probe"] = True
         if not earlier.failed and is_move_call(action.tool, action.args):
             # Going back to a place seen before is a requery only if the agent
             # does nothing there: coming back to put the pencil down is not.
@@ -1964,6 +2017,8 @@ class _Pass:
         shown = ", ".join(_surface(u, sentence) for u in missing[:3])
         reason = f"the {what} at step {step.index} uses {shown}, which no observation (nor the task) contains"
         ev: dict[str, Any] = {"claim": sentence[:200], "missing": missing[:5]}
+        if ATTRIBUTION_RE.search(sentence):
+            ev["cited"] = True  # "the page says …": the agent names its source, which lacks the value
         if last is not None and last.step.text:
             quoted = _best_sentence(last.step.text, extract(sentence))
             if quoted:
@@ -2042,19 +2097,26 @@ class _Pass:
                                    evidence={**brk.evidence, "lapse": brk.pattern, **where}))
         return True
 
-    def report(self) -> AnchorReport:
+    def report(self, demoted: frozenset[str] = frozenset(), promoted: frozenset[str] = frozenset()) -> AnchorReport:
         if self.pending_move is not None:  # the run ended at the revisited place, doing nothing there
             index, reason, evidence = self.pending_move
             self._break(index, "requery", reason, evidence)
             self.pending_move = None
         breaks = sorted(self.breaks, key=lambda b: (b.step, _PRIORITY[b.pattern]))
         breaks = [b for b in breaks if not self._slip(b)]
+        for brk in breaks:
+            row = evidence_of(brk.pattern, cited=bool(brk.evidence.get("cited")), probe=bool(brk.evidence.get("probe")))
+            brk.evidence_kind, brk.confidence = row.kind, row.confidence
+            strength = STRONG if brk.pattern in promoted else row.strength
+            brk.strength = STRONG if is_shown(brk.pattern, strength, demoted) else WEAK
         self.findings.sort(key=lambda f: f.step)
-        if not breaks:
-            return AnchorReport(first_break=None, reason="", evidence={}, scores=self.scores, breaks=[],
+        shown = [b for b in breaks if b.strength == STRONG]
+        if not shown:
+            return AnchorReport(first_break=None, reason="", evidence={}, scores=self.scores, breaks=breaks,
                                 findings=self.findings)
-        first = breaks[0]
-        ev = {"pattern": first.pattern, "step": first.step, **first.evidence}
+        first = shown[0]
+        ev = {"pattern": first.pattern, "step": first.step, "strength": first.strength,
+              "evidence_kind": first.evidence_kind, "confidence": first.confidence, **first.evidence}
         return AnchorReport(first_break=first.step, reason=first.reason, evidence=ev, scores=self.scores,
                             breaks=breaks, findings=self.findings)
 

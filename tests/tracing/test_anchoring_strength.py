@@ -1,0 +1,101 @@
+"""Which breaks are shown (strong) and which are findings (weak): tracing.anchoring.strength.
+
+Each case from two agent families: a text ReAct agent over a search tool and a
+tool-calling agent with JSON results.
+"""
+
+from __future__ import annotations
+
+from tests.tracing.helpers import Run
+from tracing.anchoring import anchor_report
+from tracing.anchoring.strength import EVIDENCE, STRONG, WEAK, WEAK_PATTERNS, evidence_of, is_shown
+
+HANGZHOU = "Wang Guowei (born 1877 in Hangzhou) was a Chinese scholar of history and literature."
+
+
+def _report(run: Run, task: str = "", **kw):
+    return anchor_report(run.steps, task, **kw)
+
+
+# --- a value nothing observed supports: a finding, not the break -------------
+
+
+def test_an_unsupported_name_is_a_finding_not_the_shown_break_text_react():
+    run = (Run().command("Search[Wang Guowei]", tool="Search").result("Search", HANGZHOU)
+           .thought("Wang Guowei was born in Haiyan.").final("Haiyan"))
+    rep = _report(run, "Where was Wang Guowei born?")
+    assert rep.first_break is None
+    assert rep.first_finding == 2
+    listed = rep.to_dict()["anchor_findings"]
+    assert listed[0]["pattern"] == "unsupported_claim" and listed[0]["strength"] == WEAK
+    assert "Haiyan" in listed[0]["reason"]
+    # With the pattern promoted (a project that trusts it), it is the break.
+    assert _report(run, "Where was Wang Guowei born?", promoted=frozenset(["unsupported_claim"])).first_break == 2
+
+
+def test_an_unsupported_number_is_a_finding_not_the_shown_break_tool_calling():
+    run = (Run().user("What is the balance of account 4410?")
+           .call("get_account", {"account_id": "4410"})
+           .result("get_account", {"account_id": "4410", "balance": 1250.75})
+           .reply("The balance of account 4410 is $1,870.20."))
+    rep = _report(run)
+    assert rep.first_break is None
+    assert rep.first_finding == 3
+
+
+def test_a_value_the_agent_says_it_read_in_the_result_that_the_result_lacks_is_strong():
+    run = (Run().command("Search[Wang Guowei]", tool="Search").result("Search", HANGZHOU)
+           .thought("The observation says Wang Guowei was born in Haiyan.").final("Haiyan"))
+    rep = _report(run, "Where was Wang Guowei born?")
+    assert rep.first_break == 2
+    assert rep.evidence["evidence_kind"] == EVIDENCE["misread_result"].kind
+    plain = (Run().command("Search[Wang Guowei]", tool="Search").result("Search", HANGZHOU)
+             .thought("Wang Guowei was born in Haiyan.").final("Haiyan"))
+    assert _report(plain, "Where was Wang Guowei born?").first_break is None
+
+
+# --- asking again -------------------------------------------------------------
+
+
+def test_a_failed_call_repeated_unchanged_is_a_strong_break_both_families():
+    text = (Run().command("Search[Zzyzx Qqq]", tool="Search").result("Search", "Could not find Zzyzx Qqq.")
+            .command("Search[Zzyzx Qqq]", tool="Search").result("Search", "Could not find Zzyzx Qqq."))
+    rep = _report(text)
+    assert rep.first_break == 2 and rep.evidence["pattern"] == "requery"
+    assert rep.evidence["strength"] == STRONG
+    calls = (Run().call("get_order", {"order_id": "W1"}).result("get_order", "Error: order not found")
+             .call("get_order", {"order_id": "W1"}).result("get_order", "Error: order not found"))
+    assert _report(calls).first_break == 2
+
+
+def test_a_state_read_again_with_no_arguments_is_a_finding():
+    run = (Run().command("inventory").result("inventory", "Inventory: [stone] (4)")
+           .command("get 8 bricks", tool="get").result("get", "Could not find bricks")
+           .command("inventory").result("inventory", "Inventory: [stone] (4)"))
+    rep = _report(run)
+    assert rep.first_break is None
+    assert rep.first_finding == 4
+    calls = (Run().call("check_status_bar", {}).result("check_status_bar", "Signal: none")
+             .call("check_status_bar", {}).result("check_status_bar", "Signal: none"))
+    rep = _report(calls)
+    assert rep.first_break is None and rep.first_finding == 2
+
+
+# --- demotion -------------------------------------------------------------------
+
+
+def test_a_demoted_pattern_is_a_finding_in_that_report_only():
+    run = (Run().command("Search[Zzyzx Qqq]", tool="Search").result("Search", "Could not find Zzyzx Qqq.")
+           .command("Search[Zzyzx Qqq]", tool="Search").result("Search", "Could not find Zzyzx Qqq."))
+    assert _report(run, demoted=frozenset(["requery"])).first_break is None
+    assert _report(run, demoted=frozenset(["requery"])).first_finding == 2
+    assert _report(run).first_break == 2
+
+
+def test_the_table_names_every_pattern_and_the_weak_ones():
+    from tracing.anchoring import PATTERNS
+
+    assert set(PATTERNS) <= set(EVIDENCE)
+    assert {p for p in PATTERNS if evidence_of(p).strength == WEAK} == WEAK_PATTERNS
+    assert is_shown("requery", STRONG) and not is_shown("requery", STRONG, ["requery"])
+    assert not is_shown("unsupported_claim", WEAK)
