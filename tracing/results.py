@@ -178,6 +178,9 @@ def _prints(action_args: Any) -> bool:
 READ_VERBS = frozenset(
     ["get", "find", "search", "lookup", "look", "list", "check", "read", "show", "describe", "desc", "query", "fetch", "view", "examine", "inspect", "inventory", "retrieve", "calculate", "compute", "count", "verify", "validate", "browse", "info", "status", "lookup_table", "whois"]
 )
+# Read verbs that, alone as a tool's name, order the environment to hand
+# something over.
+ACQUIRE_VERBS = frozenset(["get", "fetch"])
 READ_COMMANDS = frozenset(
     ["ls", "cat", "grep", "egrep", "find", "head", "tail", "wc", "pwd", "which", "whereis", "file", "stat", "du", "df", "less", "more", "tree", "echo", "printf", "strings", "select", "show", "describe", "desc", "explain", "pragma", "md5sum", "sha256sum", "sha1sum", "base64", "xxd", "od", "hexdump", "uname", "whoami", "date", "hostname", "id", "env", "printenv"]
 )
@@ -213,7 +216,12 @@ def is_read_call(tool: str | None, action_args: Any) -> bool:
     """A call that changes nothing another call could ask about: a read (by its
     tool's verb, or for shells and databases the command it runs, without
     redirection), or a move."""
-    first = next((w for w in _NAME_SPLIT_RE.split(tool or "") if w), "").lower()
+    words = [w for w in _NAME_SPLIT_RE.split(tool or "") if w]
+    first = words[0].lower() if words else ""
+    if first in ACQUIRE_VERBS and len(words) == 1:
+        # A getter names what it reads ("get_order_details"); the bare verb is
+        # an imperative to an environment ("get 1 green dye"): it obtains.
+        return False
     if first in READ_VERBS or first in MOVE_VERBS:
         return True
     if is_command(action_args) or first in ("bash", "sh", "shell", "sql", "execute", "python", "terminal", "run"):

@@ -99,3 +99,18 @@ def test_the_table_names_every_pattern_and_the_weak_ones():
     assert {p for p in PATTERNS if evidence_of(p).strength == WEAK} == WEAK_PATTERNS
     assert is_shown("requery", STRONG) and not is_shown("requery", STRONG, ["requery"])
     assert not is_shown("unsupported_claim", WEAK)
+
+
+def test_a_bare_get_obtains_so_a_failed_call_retried_after_it_is_not_asked_again():
+    # "get 1 green dye" then the craft that had failed: the world changed.
+    run = (Run().command("craft 2 lime dye using 1 green dye", tool="craft")
+           .result("craft", "Could not find enough items to craft lime dye")
+           .command("get 1 green dye", tool="get").result("get", "Got 1 green dye")
+           .command("craft 2 lime dye using 1 green dye", tool="craft")
+           .result("craft", "Could not find enough items to craft lime dye"))
+    assert _report(run).first_break is None
+    # A getter that names what it reads changes nothing: the retry is the same question.
+    calls = (Run().call("cancel_order", {"order_id": "W1"}).result("cancel_order", "Error: order is delivered")
+             .call("get_order_details", {"order_id": "W1"}).result("get_order_details", {"status": "delivered"})
+             .call("cancel_order", {"order_id": "W1"}).result("cancel_order", "Error: order is delivered"))
+    assert _report(calls).first_break == 4
