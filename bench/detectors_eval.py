@@ -21,7 +21,10 @@ Then a sweep of the policy's stop aggressiveness (ladder.cooldown, tiers
 without redirect, stop_futile, stop_invalid, stop_streak; fields main does not
 know are skipped) printed per source as succeeded-stop rate vs steps saved,
 next to the naive points, and the best point at no more false kills than the
-naive one. Then: where the default policy stops the long identical-call loops
+naive one. Then equal false kills (issue 26): per source, for at most 0, 1, 2
+succeeded runs stopped, the best point of that sweep against the best point of
+the naive rule's own sweep (the Nth identical call in a row or anywhere, the
+Nth invalid result in a row, N in 2..6, each arm on or off), with a verdict. Then: where the default policy stops the long identical-call loops
 of tau2 (the 96 x get_details_by_id run; target <= 10th identical call); how
 many legitimate no-argument repeats in tau2 (a user turn or another successful
 call since the previous one) get an intervention (should be ~0); the time of
@@ -68,6 +71,8 @@ TARGET_LOOP_CALLS = 10
 TARGET_DETECT_SECONDS = 30.0
 LOOP_MIN_CALLS = 10  # identical calls that make a "long loop" worth printing
 NAIVE_NTH = 3
+NAIVE_NS = range(2, 7)  # the naive rule's thresholds, swept
+BUDGETS = (0, 1, 2)  # succeeded runs stopped per source: the equal-false-kills budgets
 DETECTORS = ("repetition", "observation", "stagnation", "drift")
 
 # Stop aggressiveness, one knob at a time from the policy under test, then all
@@ -98,6 +103,26 @@ SWEEP: list[tuple[str, dict[str, Any]]] = [
             }
         },
     ),
+    # Ignored interventions (issue 26): off, or fewer of them to stop.
+    ("ignored_within=0", {"ladder": {"ignored_within": 0}}),
+    ("ignored_stop=1", {"ladder": {"ignored_stop": 1}}),
+    ("ignored_stop=2", {"ladder": {"ignored_stop": 2}}),
+    # Milder than the default, for sources where it already stops successes.
+    ("mild", {"ladder": {"stop_invalid": 7, "fast_futile": 0, "stop_futile": 3}}),
+    ("tiers=hint,redirect", {"ladder": {"tiers": ["hint", "redirect"]}}),
+    # The policy's stop gates over the naive rule's range, no ladder, no
+    # complexity scaling: unusable results in a row N (2..6), the first futile
+    # repeat, six turns without progress.
+    *[
+        (
+            f"no ladder, stop_invalid={n}",
+            {
+                "ladder": {"tiers": ["stop"], "cooldown": 0, "stop_futile": 1, "stop_invalid": n, "stop_streak": 6},
+                "use_complexity": False,
+            },
+        )
+        for n in range(2, 7)
+    ],
 ]
 
 
@@ -204,33 +229,78 @@ def invalid_results(steps: list[Step]) -> dict[int, bool]:
     return out
 
 
-def naive_stop(steps: list[Step], in_a_row: bool, invalid: dict[int, bool] | None = None) -> int | None:
-    """Position of the naive watchdog's stop, or None."""
+def naive_arms(steps: list[Step], invalid: dict[int, bool] | None = None) -> dict[tuple[str, int], int]:
+    """Position where each arm of the naive watchdog first fires, for N in NAIVE_NS:
+    ("row", N) the Nth identical call in a row, ("run", N) the Nth identical call
+    anywhere in the run, ("bad", N) the Nth invalid result in a row, ("badrun", N)
+    the Nth invalid result anywhere. An arm that never fires is absent."""
     invalid = invalid_results(steps) if invalid is None else invalid
     seen: Counter[tuple[str, str]] = Counter()
     last_key: tuple[str, str] | None = None
-    row = 0
-    bad = 0
+    counts = {"row": 0, "run": 0, "bad": 0, "badrun": 0}
+    out: dict[tuple[str, int], int] = {}
     for pos, s in enumerate(steps):
         if is_call(s):
-            key = ((s.tool or "").strip(), canonical_args(s.args))
-            if in_a_row:
-                row = row + 1 if key == last_key else 1
-                last_key = key
-                if row >= NAIVE_NTH:
-                    return pos
-            else:
-                seen[key] += 1
-                if seen[key] >= NAIVE_NTH:
-                    return pos
+            key = call_key(s)
+            seen[key] += 1
+            counts["row"] = counts["row"] + 1 if key == last_key else 1
+            counts["run"] = seen[key]
+            last_key = key
+            arms = ("row", "run")
         elif pos in invalid:
-            if invalid[pos]:
-                bad += 1
-                if bad >= NAIVE_NTH:
-                    return pos
-            elif in_a_row:
-                bad = 0
-    return None
+            if not invalid[pos]:
+                counts["bad"] = 0
+                continue
+            counts["bad"] += 1
+            counts["badrun"] += 1
+            arms = ("bad", "badrun")
+        else:
+            continue
+        for arm in arms:
+            for n in NAIVE_NS:
+                if counts[arm] >= n:
+                    out.setdefault((arm, n), pos)
+    return out
+
+
+def naive_stop(steps: list[Step], in_a_row: bool, invalid: dict[int, bool] | None = None) -> int | None:
+    """Position of the naive watchdog's stop (the NAIVE_NTH identical call / invalid result), or None."""
+    arms = naive_arms(steps, invalid)
+    picks = ("row", "bad") if in_a_row else ("run", "badrun")
+    hits = [arms[(arm, NAIVE_NTH)] for arm in picks if (arm, NAIVE_NTH) in arms]
+    return min(hits) if hits else None
+
+
+# The naive rule's own sweep: its call arm (the Nth identical call in a row or
+# anywhere, or none) with its result arm (the Nth invalid result in a row, or none).
+def naive_sweep_points() -> list[tuple[str, tuple[tuple[str, int], ...]]]:
+    calls: list[tuple[str, int] | None] = [None] + [(mode, n) for mode in ("row", "run") for n in NAIVE_NS]
+    bads: list[tuple[str, int] | None] = [None] + [("bad", n) for n in NAIVE_NS]
+    out = []
+    for call in calls:
+        for bad in bads:
+            arms = tuple(a for a in (call, bad) if a is not None)
+            if arms:
+                out.append((" + ".join(NAIVE_LABEL[a[0]].format(n=a[1]) for a in arms), arms))
+    return out
+
+
+NAIVE_LABEL = {"row": "call#{n} in a row", "run": "call#{n} anywhere", "bad": "bad#{n} in a row"}
+
+
+def measure_naive_sweep(data: dict[str, list[Trajectory]]) -> list[tuple[str, dict[str, Figures]]]:
+    points = naive_sweep_points()
+    figs: list[tuple[str, dict[str, Figures]]] = [(label, {}) for label, _ in points]
+    for source, trajs in data.items():
+        for _, per in figs:
+            per[source] = Figures()
+        for traj in trajs:
+            arms = naive_arms(traj.steps)
+            for (_, picks), (_, per) in zip(points, figs, strict=True):
+                hits = [arms[a] for a in picks if a in arms]
+                stop = min(hits) if hits else None
+                per[source].add(traj, stop is not None, stop)
+    return figs
 
 
 def measure_naive(data: dict[str, list[Trajectory]]) -> dict[str, dict[str, Figures]]:
@@ -293,8 +363,7 @@ def sweep_points(base: Policy) -> list[tuple[str, Policy | str]]:
     for label, override in SWEEP:
         data = base.to_dict()
         for section, values in override.items():
-            data.setdefault(section, {})
-            data[section] = {**data[section], **values}
+            data[section] = {**data.get(section, {}), **values} if isinstance(values, dict) else values
         data["name"] = f"sweep {label}"
         try:
             out.append((label, Policy.from_dict(data)))
@@ -303,7 +372,10 @@ def sweep_points(base: Policy) -> list[tuple[str, Policy | str]]:
     return out
 
 
-def print_sweep(data: dict[str, list[Trajectory]], base: Policy, naive: dict[str, dict[str, Figures]]) -> None:
+def print_sweep(
+    data: dict[str, list[Trajectory]], base: Policy, naive: dict[str, dict[str, Figures]]
+) -> list[tuple[str, dict[str, Figures]]]:
+    """Print the policy's sweep beside the two naive variants; returns its points' figures."""
     points = sweep_points(base)
     results: list[tuple[str, dict[str, Figures]]] = []
     for label, pol in points:
@@ -341,6 +413,43 @@ def print_sweep(data: dict[str, list[Trajectory]], base: Policy, naive: dict[str
                 f"   at <= {variant}'s false kills ({100 * n.false_kill:.1f}%): best point '{label}' saves "
                 f"{100 * best.saved:.1f}% vs naive {100 * n.saved:.1f}% -> {verdict}"
             )
+    return results
+
+
+def best_within(results: list[tuple[str, dict[str, Figures]]], source: str, budget: int) -> tuple[str, Figures] | None:
+    """The point that saves most failed-run steps with at most `budget` succeeded runs stopped."""
+    fair = [(label, figs[source]) for label, figs in results if figs[source].ok_stopped <= budget]
+    return max(fair, key=lambda item: item[1].saved) if fair else None
+
+
+def print_budgets(
+    data: dict[str, list[Trajectory]],
+    policy_points: list[tuple[str, dict[str, Figures]]],
+    naive_points: list[tuple[str, dict[str, Figures]]],
+) -> None:
+    """Equal false kills: per source and budget, the best point of each sweep."""
+    print(
+        f"\n== equal false kills: per source, at most {', '.join(map(str, BUDGETS))} succeeded runs stopped, the best "
+        f"point of the policy's sweep ({len(policy_points)} points) vs the best of the naive rule's "
+        f"({len(naive_points)} points: its call arm, the Nth identical call in a row or anywhere, and its result arm, "
+        f"the Nth invalid result in a row, N in {NAIVE_NS.start}..{NAIVE_NS.stop - 1}); steps saved on failed runs"
+    )
+    print(f"{'source':20} {'budget':>6} {'policy':>7} {'naive':>7}  verdict        policy point | naive point")
+    for source, trajs in data.items():
+        if all(t.success for t in trajs):
+            continue
+        for budget in BUDGETS:
+            ours, theirs = best_within(policy_points, source, budget), best_within(naive_points, source, budget)
+            if ours is None:
+                verdict = "no policy point" if theirs is not None else "neither"
+            elif theirs is None:
+                verdict = "ok (no naive point)"
+            else:
+                gap = 100 * (ours[1].saved - theirs[1].saved)
+                verdict = "ok" if gap >= -1e-9 else f"BEHIND {gap:+.1f}"
+            cells = [f"{100 * p[1].saved:6.1f}%" if p else f"{'-':>7}" for p in (ours, theirs)]
+            names = " | ".join(f"{p[0]} ({p[1].ok_stopped} ok stopped)" if p else "-" for p in (ours, theirs))
+            print(f"{source:20} {budget:6} {cells[0]} {cells[1]}  {verdict:14} {names}")
 
 
 def call_key(s: Step) -> tuple[str, str]:
@@ -520,7 +629,8 @@ def main(argv: list[str] | None = None) -> int:
     naive = measure_naive(data)
     print_main(policy, figs, naive)
     if not args.no_sweep:
-        print_sweep(data, policy, naive)
+        policy_points = print_sweep(data, policy, naive)
+        print_budgets(data, policy_points, measure_naive_sweep(data))
     tau2 = "tau2_retail_telecom"
     if tau2 in data:
         print_loops(data[tau2], replays[tau2])

@@ -15,6 +15,10 @@ Design choices (DESIGN.md section 1):
   false kills are the real cost. One shortcut: a dead loop (the same call, the
   same unusable or unchanged result, nothing effective between) that the model makes again
   after a hint about it is stopped at that call (FAST_FUTILE);
+- an intervention the model ignores (its next call goes on with the loop the
+  intervention was about) moves the ladder up at once, without the cooldown
+  wait; interventions ignored in a row are grounds to stop (IGNORED_WITHIN,
+  IGNORED_STOP);
 - a soft complexity estimate of the goal stretches or shrinks the patience
   windows; it never triggers anything by itself.
 """
@@ -115,6 +119,24 @@ FAST_LANE_CLASSES = frozenset({"error", "empty", "junk", "too_short", "no_new_in
 # Progress observations in a row after which the ladder starts again at hint.
 RESET_AFTER = 2
 
+# An intervention the model ignores moves the ladder up at once. After a hint
+# or a redirect, each of the model's next IGNORED_WITHIN calls is judged: one
+# that goes on with the loop the intervention was about (a call made in that
+# loop's latest turns without progress, made again and again without progress;
+# a confirmed value, STOP_FUTILE's comment, does not count) escalates to the
+# next tier with no cooldown wait; a call that changes course keeps the level.
+# 1: the first move after being told is the answer to it; a later return to
+# the loop is a new episode the ladder judges on its usual grounds. 0 turns it
+# off (the cooldown alone decides).
+IGNORED_WITHIN = 1
+# Interventions ignored in a row that are grounds to stop on their own (at the
+# stop tier, an ignored redirect without this many is repeated, not stopped;
+# inside the cooldown no other ground counts). 3 = a hint, a redirect and the
+# redirect again: told three times about one loop. 2 also stops an InterCode
+# success whose query returned `[]` three times, `[]` being its answer
+# (bench/README-detectors.md, stop 32). 0 = never.
+IGNORED_STOP = 3
+
 # At the last tier, without grounds to stop, the redirect is repeated at most
 # every REPEAT_FACTOR * cooldown observations rather than after every trigger.
 REPEAT_FACTOR = 3
@@ -176,6 +198,8 @@ class Ladder:
     stop_futile: int = STOP_FUTILE
     stop_invalid: int = STOP_INVALID
     fast_futile: int = FAST_FUTILE
+    ignored_within: int = IGNORED_WITHIN
+    ignored_stop: int = IGNORED_STOP
 
 
 # Fraction fields (0..1) and the minimum of each integer field, for validation.
@@ -195,6 +219,8 @@ _INT_MIN = {
     "stop_futile": 1,
     "stop_invalid": 1,
     "fast_futile": 0,
+    "ignored_within": 0,
+    "ignored_stop": 0,
 }
 
 
@@ -342,6 +368,22 @@ def _scaled(value: int, factor: float) -> int:
 
 
 @dataclass
+class _Watch:
+    """The loop an intervention was about, judged on the model's next calls."""
+
+    calls: frozenset[tuple[str, str]]
+    trigger: _Trigger
+    left: int  # calls still to judge
+    # Steps of the interventions about this loop so far, this one last: if
+    # this one is ignored too, all of them were.
+    chain: tuple[int, ...]
+
+    @property
+    def step(self) -> int:
+        return self.chain[-1]
+
+
+@dataclass
 class _Trigger:
     detector: str
     scores: dict[str, Any]
@@ -351,6 +393,10 @@ class _Trigger:
     # (after complexity scaling) and the score that met it. Recorded in the
     # evidence so reviews and what-if read the rule, never rebuild it.
     threshold: dict[str, Any] = field(default_factory=dict)
+
+
+def _replace_steps(trig: _Trigger, steps: list[int]) -> _Trigger:
+    return _Trigger(trig.detector, trig.scores, steps, trig.detail, trig.threshold)
 
 
 def _threshold(name: str, value: float, score: float, op: str = ">=") -> dict[str, Any]:
@@ -419,6 +465,12 @@ class Watchdog:
         # Fast lane: call -> (its futile repeats with an unusable result, the
         # step of the first of them), since the last progress.
         self._dead_calls: dict[tuple[str, str], tuple[int, int]] = {}
+        # Ignored interventions (IGNORED_WITHIN): the loop's latest turns without
+        # progress as (call, result) hashes, the loop an intervention was about,
+        # and whether this turn went on with it.
+        self._loop: deque[tuple[str, str]] = deque(maxlen=win.repetition)
+        self._watch: _Watch | None = None
+        self._ignored: _Watch | None = None
 
     # -- public ------------------------------------------------------------
     def observe(self, step: Step) -> Intervention | None:
@@ -472,11 +524,16 @@ class Watchdog:
         if obs_sig is not None and self.drift.terms:
             sig["coverage"] = round(self.drift.coverage, 3)
 
+        ignored, self._ignored = self._ignored, None
+        if ignored is not None:
+            sig["ignored"] = ignored.step
+            if not any(t.detector != "drift" for t in triggers):
+                triggers.insert(0, _replace_steps(ignored.trigger, [ignored.step, step.index]))
         if triggers:
             sig["triggers"] = [t.detector for t in triggers]
         if not triggers or not self.policy.enabled:
             return None
-        return self._escalate(step, triggers)
+        return self._escalate(step, triggers, ignored)
 
     # -- internals -----------------------------------------------------------
     def _track_futility(self, obs: ObservationSignal, sig: dict[str, Any], step: Step) -> None:
@@ -487,6 +544,8 @@ class Watchdog:
             self.futile = 0
             self._futile_steps = []
             self._dead_calls.clear()
+            self._loop.clear()
+            self._watch = None
         if obs.obs_class == "user" or obs.action_step is None:
             return
         self._answered_at[obs.action_step] = obs.step
@@ -502,11 +561,16 @@ class Watchdog:
         pair = (key[0], key[1], hash(seen))
         previous = self._pairs.get(pair)
         self._pairs[pair] = self._turn
+        confirmed = False
         if not obs.bad:
             text = step.text if isinstance(step.text, str) else str(step.text or "")
-            source = self._value_source.setdefault(hash(text[:ANALYSIS_CHARS].strip()), key)
-            if source != key:
-                return  # a value another call already returned: confirmed, not futile
+            # A value another call already returned: confirmed, not futile.
+            confirmed = self._value_source.setdefault(hash(text[:ANALYSIS_CHARS].strip()), key) != key
+        if not obs.progress:
+            self._judge_course(key, going_on=not confirmed)
+            self._loop.append(key)
+        if confirmed:
+            return
         if previous is None or obs.progress or previous < self._effective_turn:
             self._dead_calls.pop(key, None)  # the call got something else this time
             return
@@ -518,6 +582,18 @@ class Watchdog:
             self._dead_calls[key] = (count + 1, since)
         else:
             self._dead_calls.pop(key, None)
+
+    def _judge_course(self, key: tuple[str, str], *, going_on: bool) -> None:
+        """After an intervention: did this call go on with its loop (IGNORED_WITHIN)?"""
+        watch = self._watch
+        if watch is None:
+            return
+        if going_on and key in watch.calls:
+            self._ignored, self._watch = watch, None
+            return
+        watch.left -= 1  # changed course: the level stays
+        if watch.left <= 0:
+            self._watch = None
 
     def _dead_call(self, step: Step) -> Intervention | None:
         """The fast lane: a stop at a call that is a dead loop's next try (FAST_FUTILE)."""
@@ -617,19 +693,21 @@ class Watchdog:
             _threshold("windows.drift_patience", self.drift.patience, cp.stalled),
         )
 
-    def _escalate(self, step: Step, triggers: list[_Trigger]) -> Intervention | None:
+    def _escalate(self, step: Step, triggers: list[_Trigger], ignored: _Watch | None = None) -> Intervention | None:
         tiers = self.policy.ladder.tiers
-        if self._since < self.cooldown:
+        if self._since < self.cooldown and ignored is None:
             return None
         if all(t.detector == "drift" for t in triggers):
             return self._drift_intervention(step, triggers[0])
         triggers = [t for t in triggers if t.detector != "drift"] + [t for t in triggers if t.detector == "drift"]
         tier = tiers[min(self.level, len(tiers) - 1)]
-        grounds = self._grounds_to_stop()
+        grounds = self._grounds_to_stop(ignored)
         if tier == "stop" and grounds is None:
             # At the top of the ladder without grounds to stop: repeat the
             # redirect now and then, never kill on a hunch.
-            if self._since < self.cooldown * REPEAT_FACTOR or "redirect" not in tiers:
+            # An ignored redirect is repeated at once when IGNORED_STOP counts it.
+            at_once = ignored is not None and self.policy.ladder.ignored_stop > 0
+            if (self._since < self.cooldown * REPEAT_FACTOR and not at_once) or "redirect" not in tiers:
                 return None
             tier = "redirect"
         trig = triggers[0]
@@ -637,11 +715,19 @@ class Watchdog:
             # Name the detector that measured the grounds, not whichever fired
             # first on this step.
             trig = next((t for t in triggers if t.detector == grounds[0]), trig)
-        return self._emit(step, trig, tier, triggers, advance=True, stop_threshold=grounds[1] if grounds else None)
+        return self._emit(
+            step, trig, tier, triggers, advance=True, stop_threshold=grounds[1] if grounds else None, ignored=ignored
+        )
 
-    def _grounds_to_stop(self) -> tuple[str, dict[str, Any]] | None:
+    def _grounds_to_stop(self, ignored: _Watch | None = None) -> tuple[str, dict[str, Any]] | None:
         """(detector, threshold) that justifies a stop, or None: futile repeats,
-        unusable results in a row, or a long run without progress."""
+        unusable results in a row, a long run without progress, or interventions
+        ignored in a row."""
+        need = self.policy.ladder.ignored_stop
+        if ignored is not None and need and len(ignored.chain) >= need:
+            return ignored.trigger.detector, _threshold("ladder.ignored_stop", need, len(ignored.chain))
+        if ignored is not None and self._since < self.cooldown:
+            return None  # inside the cooldown only the ignoring itself can ground a stop
         if self.futile >= self.stop_futile:
             return "repetition", _threshold("ladder.stop_futile", self.stop_futile, self.futile)
         if self._invalid_run >= self.stop_invalid:
@@ -671,6 +757,7 @@ class Watchdog:
         *,
         advance: bool,
         stop_threshold: dict[str, Any] | None = None,
+        ignored: _Watch | None = None,
     ) -> Intervention:
         tiers = self.policy.ladder.tiers
         threshold = stop_threshold if tier == "stop" and stop_threshold else trig.threshold
@@ -686,7 +773,12 @@ class Watchdog:
             "also": [t.detector for t in triggers if t is not trig],
             **trig.detail,
         }
-        message = _message(trig, tier, self, step, threshold)
+        if ignored is not None:
+            # The interventions about this loop that it went on after, oldest first.
+            evidence["ignored"] = list(ignored.chain)
+        message = _message(trig, tier, self, step, threshold, ignored.chain if ignored else ())
+        if ignored is not None and tier != "stop":
+            message = f"Your last call went on with the loop pointed out at step {ignored.step}. {message}"
         iv = Intervention(detector=trig.detector, tier=tier, message=message, evidence=evidence)
         self.interventions.append((step.index, iv))
         self.signals[step.index]["intervention"] = tier
@@ -699,10 +791,24 @@ class Watchdog:
             self.stopped = True
         elif advance and self.level < len(tiers) - 1:
             self.level += 1
+        if advance and tier != "stop" and self.policy.ladder.ignored_within and self._loop:
+            self._watch = _Watch(
+                calls=frozenset(self._loop),
+                trigger=trig,
+                left=self.policy.ladder.ignored_within,
+                chain=(ignored.chain if ignored is not None else ()) + (step.index,),
+            )
         return iv
 
 
-def _message(trig: _Trigger, tier: str, wd: Watchdog, step: Step, threshold: dict[str, Any] | None = None) -> str:
+def _message(
+    trig: _Trigger,
+    tier: str,
+    wd: Watchdog,
+    step: Step,
+    threshold: dict[str, Any] | None = None,
+    ignored: tuple[int, ...] = (),
+) -> str:
     d, s = trig.detail, trig.scores
     if tier == "stop":
         name, score = (threshold or {}).get("name"), (threshold or {}).get("score")
@@ -712,6 +818,13 @@ def _message(trig: _Trigger, tier: str, wd: Watchdog, step: Step, threshold: dic
                 f"'{d.get('args', '')}' already got the same unusable or unchanged result {score + 1} times with nothing new "
                 f"in between (repeated at step {d.get('compared_step')}), and was made again after the hint at step "
                 f"{wd._hint_step}; it was stopped before it ran. Fallback: answer with the facts observed "
+                "so far, marked as incomplete, or report that the goal could not be reached with the tools given."
+            )
+        if name == "ladder.ignored_stop":
+            return (
+                f"Stopped by the watchdog ({trig.detector}): the interventions at steps "
+                f"{', '.join(map(str, ignored))} were each followed by the same loop (a call already made "
+                f"in it, with nothing new; last at step {step.index}). Fallback: answer with the facts observed "
                 "so far, marked as incomplete, or report that the goal could not be reached with the tools given."
             )
         if name == "ladder.stop_futile":

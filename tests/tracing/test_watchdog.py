@@ -13,6 +13,8 @@ from tracing.watchdog import (
     DEFAULT_POLICY,
     FAST_FUTILE,
     HINTS_ONLY_POLICY,
+    IGNORED_STOP,
+    IGNORED_WITHIN,
     INVALID_RUN,
     OFF_POLICY,
     REPETITION_MIN_REPEATS,
@@ -105,10 +107,18 @@ def test_loop_escalates_hint_redirect_stop_and_stops():
     assert tiers.count("stop") == 1
     stop_step, stop = ivs[-1]
     assert stop.evidence["policy"] == "flat" and stop.evidence["policy_version"] == 3
-    # The same call got the same empty result again and again: futile repeats.
+    # Every intervention was followed by the same call again: the ladder climbed
+    # at each one, and three ignored in a row are the grounds (IGNORED_STOP).
+    assert stop.evidence["threshold"]["name"] == "ladder.ignored_stop"
+    assert stop.evidence["threshold"]["score"] == IGNORED_STOP
+    assert "were each followed by the same loop" in stop.message and "Fallback" in stop.message
+    # Without that ground the futile repeats stop it, after the cooldown.
+    p = Policy(name="flat", version=3, use_complexity=False, ladder=Ladder(fast_futile=0, ignored_stop=0))
+    _, ivs = run(p, loop_run(30))
+    stop = ivs[-1][1]
     assert stop.evidence["threshold"]["name"] == "ladder.stop_futile"
     assert stop.evidence["threshold"]["score"] >= STOP_FUTILE
-    assert "same unusable result" in stop.message and "Fallback" in stop.message
+    assert "same unusable result" in stop.message
     assert wd.stopped and wd.observe(obs(999, "anything")) is None
 
 
@@ -243,8 +253,9 @@ def test_fast_lane_takes_dead_results_not_timeouts():
     wd, ivs = run(LANE, loop_run(4, record))
     assert [(s, iv.tier) for s, iv in ivs] == [(5, "hint"), (6, "stop")]
     assert ivs[-1][1].evidence["threshold"]["name"] == "ladder.fast_futile"
-    # Off, or without a stop tier: never.
-    off = Policy(use_complexity=False, ladder=Ladder(stop_streak=100, stop_futile=100, stop_invalid=100, fast_futile=0))
+    # Off, or without a stop tier: never (the hints ignored are no ground here either).
+    off = Policy(use_complexity=False, ladder=Ladder(stop_streak=100, stop_futile=100, stop_invalid=100, fast_futile=0,
+                                                     ignored_stop=0))
     assert not run(off, loop_run(6))[0].stopped
     assert not run(off, loop_run(6, record))[0].stopped
     assert not run(HINTS_ONLY_POLICY, loop_run(20))[0].stopped
@@ -356,8 +367,10 @@ def test_stop_needs_the_ladder_first():
 
 
 def test_cooldown_both_sides():
-    p0 = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100, fast_futile=0))
-    p2 = Policy(use_complexity=False, ladder=Ladder(cooldown=COOLDOWN, stop_streak=100, fast_futile=0))
+    # Ignoring off: an ignored intervention skips the cooldown (tested below).
+    p0 = Policy(use_complexity=False, ladder=Ladder(cooldown=0, stop_streak=100, fast_futile=0, ignored_within=0))
+    p2 = Policy(use_complexity=False, ladder=Ladder(cooldown=COOLDOWN, stop_streak=100, fast_futile=0,
+                                                    ignored_within=0))
     _, ivs0 = run(p0, loop_run(4))
     _, ivs2 = run(p2, loop_run(4))
     gaps2 = [b - a for (a, _), (b, _) in zip(ivs2, ivs2[1:], strict=False)]
@@ -488,3 +501,106 @@ def test_windows_scale_is_ceiling():
     p = Policy(windows=Windows(stagnation=4))
     wd = Watchdog(p, goal="a and b and c and d both compare")
     assert wd.stagnation_k == math.ceil(4 * wd.complexity - 1e-9)
+
+
+# -- an ignored intervention ---------------------------------------------------
+
+# Only the ladder and the ignoring can act: every other stop ground is out of reach.
+ESCALATE = Policy(use_complexity=False, ladder=Ladder(stop_streak=100, stop_futile=100, stop_invalid=100, fast_futile=0))
+
+
+def test_an_ignored_hint_escalates_at_once_a_change_of_course_does_not():
+    assert IGNORED_WITHIN == 1
+    # Hint at the second failing call (step 3); the next call is the same one
+    # again: the redirect comes at its result, inside the cooldown.
+    wd, ivs = run(ESCALATE, loop_run(3))
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint"), (5, "redirect")]
+    assert ivs[1][1].evidence["ignored"] == [3]
+    assert "went on with the loop pointed out at step 3" in ivs[1][1].message
+    # The other side: after the hint the model tries something else, which
+    # fails too. The level stays where it was and the cooldown holds: the next
+    # intervention waits for it, then is the redirect the ladder had reached.
+    steps = loop_run(2) + [act(4, "search", "another query"), obs(5, "Nothing happens.", "search")]
+    steps += [act(6, "search", "a third query"), obs(7, "Nothing happens.", "search")]
+    wd, ivs = run(ESCALATE, steps)
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint"), (7, "redirect")]
+    assert "ignored" not in ivs[1][1].evidence
+    # Judging off: the same loop waits for the cooldown like anything else.
+    off = Policy(use_complexity=False, ladder=Ladder(stop_streak=100, stop_futile=100, stop_invalid=100, fast_futile=0,
+                                                     ignored_within=0))
+    _, ivs = run(off, loop_run(3))
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint")]
+
+
+def test_ignored_within_judges_only_the_next_calls():
+    # One call away from the loop, then back to it: with IGNORED_WITHIN = 1 the
+    # return is a new episode (no escalation at once); with 2 it is the hint ignored.
+    steps = loop_run(2) + [act(4, "search", "another query"), obs(5, "Nothing happens.", "search")]
+    steps += [act(6, "search", "same query"), obs(7, "Nothing happens.", "search")]
+    patient = Ladder(cooldown=100, stop_streak=100, stop_futile=100, stop_invalid=100, fast_futile=0)
+    _, ivs = run(Policy(use_complexity=False, ladder=patient), steps)
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint")]
+    two = Policy(use_complexity=False, ladder=Ladder(**{**patient.__dict__, "ignored_within": 2}))
+    _, ivs = run(two, steps)
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint"), (7, "redirect")]
+
+
+def test_ignored_stop_both_sides():
+    # hint (3), ignored -> redirect (5), ignored -> the redirect again (7): two
+    # ignored are not yet grounds. Ignored a third time -> stop (9).
+    assert IGNORED_STOP == 3
+    wd, ivs = run(ESCALATE, loop_run(4))
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint"), (5, "redirect"), (7, "redirect")] and not wd.stopped
+    wd, ivs = run(ESCALATE, loop_run(5))
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint"), (5, "redirect"), (7, "redirect"), (9, "stop")]
+    stop = ivs[-1][1]
+    assert stop.evidence["threshold"] == {"name": "ladder.ignored_stop", "value": 3, "score": 3, "op": ">="}
+    assert stop.evidence["ignored"] == [3, 5, 7]
+    assert "steps 3, 5, 7 were each followed by the same loop" in stop.message
+    # 2: the redirect ignored is the stop.
+    p2 = Policy(use_complexity=False, ladder=Ladder(**{**ESCALATE.ladder.__dict__, "ignored_stop": 2}))
+    _, ivs = run(p2, loop_run(4))
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint"), (5, "redirect"), (7, "stop")]
+    # 0: never a ground on its own (and the other grounds are out of reach).
+    p0 = Policy(use_complexity=False, ladder=Ladder(**{**ESCALATE.ladder.__dict__, "ignored_stop": 0}))
+    wd, ivs = run(p0, loop_run(12))
+    assert not wd.stopped and ivs[1][1].tier == "redirect"
+
+
+def test_inside_the_cooldown_only_the_ignoring_grounds_a_stop():
+    # Futile repeats (STOP_FUTILE = 2) are there at the fourth call, but the
+    # redirect came one turn earlier: ignoring skips the wait only for itself.
+    p = Policy(use_complexity=False, ladder=Ladder(stop_streak=100, stop_invalid=100, fast_futile=0))
+    wd, ivs = run(p, loop_run(4))
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint"), (5, "redirect"), (7, "redirect")] and wd.futile >= 2
+    assert not wd.stopped
+
+
+def test_a_confirmed_value_or_progress_is_not_ignoring():
+    # The value was first returned by another call: checking it again after the
+    # hint is confirmation, not the loop going on (STOP_FUTILE's comment).
+    steps = count_loop(3, 4)
+    wd, ivs = run(ESCALATE, steps)
+    assert all("ignored" not in iv.evidence for _, iv in ivs)
+    # A new result after the hint ends the judging: the loop's call made again
+    # afterwards is a new episode.
+    steps = loop_run(2) + [act(4, "search", "other topic"), obs(5, "A fresh page about another topic at last.")]
+    steps += [act(6, "search", "same query"), obs(7, "Nothing happens.", "search")]
+    wd, ivs = run(ESCALATE, steps)
+    assert [(s, iv.tier) for s, iv in ivs] == [(3, "hint")] and wd._watch is None
+
+
+def test_the_loop_memory_is_bounded():
+    # The loop an intervention is about is the latest turns without progress,
+    # at most windows.repetition of them: a long stall costs no more per step.
+    steps = [s for k in range(50) for s in (act(2 * k, "search", f"q{k}"), obs(2 * k + 1, "Nothing happens."))]
+    wd, _ = run(Policy(use_complexity=False, ladder=Ladder(tiers=("hint", "redirect"))), steps)
+    assert len(wd._loop) == wd.policy.windows.repetition
+
+
+@pytest.mark.parametrize("field", ["ignored_within", "ignored_stop"])
+def test_ignoring_fields_validate(field):
+    assert Policy.from_dict({"ladder": {field: 0}}).ladder == Ladder(**{field: 0})
+    with pytest.raises(PolicyError) as exc:
+        Policy.from_dict({"ladder": {field: -1}})
+    assert exc.value.field == f"ladder.{field}"
