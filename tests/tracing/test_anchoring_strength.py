@@ -68,17 +68,16 @@ def test_a_failed_call_repeated_unchanged_is_a_strong_break_both_families():
     assert _report(calls).first_break == 2
 
 
-def test_a_state_read_again_with_no_arguments_is_a_finding():
+def test_a_state_read_again_with_no_arguments_is_no_lapse():
     run = (Run().command("inventory").result("inventory", "Inventory: [stone] (4)")
            .command("get 8 bricks", tool="get").result("get", "Could not find bricks")
            .command("inventory").result("inventory", "Inventory: [stone] (4)"))
     rep = _report(run)
-    assert rep.first_break is None
-    assert rep.first_finding == 4
+    assert rep.first_break is None and rep.first_finding is None
     calls = (Run().call("check_status_bar", {}).result("check_status_bar", "Signal: none")
              .call("check_status_bar", {}).result("check_status_bar", "Signal: none"))
     rep = _report(calls)
-    assert rep.first_break is None and rep.first_finding == 2
+    assert rep.first_break is None and rep.first_finding is None
 
 
 # --- demotion -------------------------------------------------------------------
@@ -114,3 +113,18 @@ def test_a_bare_get_obtains_so_a_failed_call_retried_after_it_is_not_asked_again
              .call("get_order_details", {"order_id": "W1"}).result("get_order_details", {"status": "delivered"})
              .call("cancel_order", {"order_id": "W1"}).result("cancel_order", "Error: order is delivered"))
     assert _report(calls).first_break == 4
+
+
+def test_a_heading_or_status_line_is_form_not_a_claim():
+    base = Run().command("inventory").result("inventory", "Inventory: [oak planks] (4)")
+    assert _report(Run(), promoted=frozenset(["unsupported_claim"])).first_finding is None
+    run = Run(); run.steps = list(base.steps)
+    run.thought("Task Completed!")
+    assert _report(run, promoted=frozenset(["unsupported_claim"])).first_break is None
+    calls = (Run().call("get_order", {"order_id": "W1"}).result("get_order", {"status": "shipped"})
+             .reply("## Order Summary\nYour order W1 has shipped."))
+    assert _report(calls, promoted=frozenset(["unsupported_claim"])).first_break is None
+    # A bare name is an answer, not a heading: still judged.
+    named = Run(); named.steps = list(base.steps)
+    named.thought("Haiyan Zhejiang.")
+    assert _report(named, promoted=frozenset(["unsupported_claim"])).first_break == 2

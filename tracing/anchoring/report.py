@@ -465,7 +465,20 @@ def _not_a_claim(sentence: str) -> bool:
     """A whole sentence that plans, hedges or instructs: none of its clauses
     asserts anything ("I can use grep to list the files that contain foo")."""
     head = _LIST_MARK_RE.sub("", sentence.strip())
-    return bool(PLAN_RE.match(head) or INSTRUCTION_RE.match(head))
+    return bool(PLAN_RE.match(head) or INSTRUCTION_RE.match(head) or _is_heading(head))
+
+
+# A heading or a status line is form, not a claim: a Markdown heading, or a
+# few capitalised words closed by a colon or an exclamation mark ("Task
+# Completed!", "Next Steps:"). A bare "Wang Guowei." is an answer, not a heading.
+HEADING_MAX_WORDS = 5
+_HEADING_RE = re.compile(
+    r"^(?:#{1,6}\s+.{1,80}|(?:[A-Z][\w'’-]*\s+){1,%d}[A-Z][\w'’-]*\s*[!:])$" % (HEADING_MAX_WORDS - 1)
+)
+
+
+def _is_heading(text: str) -> bool:
+    return bool(_HEADING_RE.match(text.strip().strip("*_")))
 
 
 # A column or field named as such: "the `Horsepower` column", "a Nationality
@@ -1086,8 +1099,8 @@ class _Pass:
         elif not earlier.failed and _no_arguments(action):
             # A call that asks nothing ("inventory", "get_status({})") reads the
             # state of the world; reading it again is checking, not a question
-            # already answered (a finding, tracing.anchoring.strength).
-            evidence["probe"] = True
+            # already answered: no lapse at all.
+            return
         if not earlier.failed and is_move_call(action.tool, action.args):
             # Going back to a place seen before is a requery only if the agent
             # does nothing there: coming back to put the pencil down is not.
