@@ -79,7 +79,7 @@ TEMPLATES = [
                 "agentlab.projects.current.context",
             ],
             # {% load localmodel %}{% local_model_status %}: the New-run form's "local model: ..." line.
-            "libraries": {"localmodel": "agentlab.templatetags.localmodel"},
+            "libraries": {"localmodel": "agentlab.templatetags.localmodel_status"},
         },
     },
 ]

@@ -35,7 +35,7 @@ PAIR_BATCH = 50  # runs per timed runs_analyse call: the analyse command's batch
 
 def _paired(run_ids: list[int], pairs: int) -> tuple[list[float], list[float]]:
     """Seconds of runs_analyse per batch, with attribution and without, in pairs."""
-    from runs.launch import analysis
+    from runs.launch import run_analysis as analysis
 
     with_it, without = [], []
     batches = [run_ids[i:i + PAIR_BATCH] for i in range(0, len(run_ids), PAIR_BATCH)]
@@ -53,8 +53,8 @@ def _paired(run_ids: list[int], pairs: int) -> tuple[list[float], list[float]]:
 
 def _attribute_alone(failed_ids: list[int]) -> list[float]:
     """Milliseconds of attribution_column per failed run, given the run's analysis."""
-    from runs.launch.analysis import _records, attribution_column
-    from runs.launch.models import Run
+    from runs.core.models import Run
+    from runs.launch.run_analysis import _records, attribution_column
     from tracing.analysis import analyse
 
     times = []
@@ -73,7 +73,7 @@ def _attribute_alone(failed_ids: list[int]) -> list[float]:
 
 
 def attribution_overhead(pairs: int) -> None:
-    from runs.launch.models import Run
+    from runs.core.models import Run
 
     # One copy of every source: the pairs analyse each run 2 × pairs times.
     runs = Run.objects.exclude(status__in=Run.LIVE_STATUSES).filter(source__endswith="-0")
@@ -103,8 +103,8 @@ def main() -> None:
     _django.ensure_database(DB)
     from django.core.management import call_command
 
+    from runs.core.models import Run
     from runs.imports.services import import_lines
-    from runs.launch.models import Run
 
     sources = sorted(_django.EVAL_DIR.glob("*/runs.jsonl"))
     assert sources, f"no runs.jsonl under {_django.EVAL_DIR}"

@@ -63,7 +63,7 @@ def _rerun(rng: random.Random, plan: list[tuple[str, str]], other: list[tuple[st
 def seed_group(name: str, n_runs: int, n_steps: int, rng: random.Random) -> int:
     from django.contrib.auth.models import User
 
-    from runs.launch.models import RerunGroup, Run, Task
+    from runs.core.models import RerunGroup, Run, Task
     from tracing.models import Step
 
     owner = User.objects.get(username="bench")
@@ -130,7 +130,7 @@ def timed(client, url: str, n: int, headers: dict | None = None) -> list[float]:
 
 def alignment_only(group_id: int, n: int = 10) -> list[float]:
     from runs.compare.selectors import grid_steps as _grid_steps
-    from runs.launch.models import Run
+    from runs.core.models import Run
     from tracing.alignment import align_runs
 
     ids = list(Run.objects.filter(group_id=group_id).order_by("created_at", "id").values_list("pk", flat=True))

@@ -144,8 +144,8 @@ def main() -> None:
 
     from unittest import mock
 
-    from runs.whatif.execution import whatif_execute
     from runs.whatif.services import whatif_create
+    from runs.whatif.sweep_job import whatif_execute
 
     user = User.objects.get(username="bench")
     with mock.patch("runs.whatif.tasks.execute_whatif.apply_async"):

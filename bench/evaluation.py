@@ -30,7 +30,7 @@ PAGE_LOADS = 30
 
 
 def _wait(qs) -> float:
-    from runs.launch.models import Run
+    from runs.core.models import Run
 
     while qs.filter(status__in=Run.LIVE_STATUSES).exists():
         time.sleep(0.2)
@@ -78,11 +78,10 @@ def main(n_tasks: int, reruns: int) -> None:
         from django.db.models import Count
         from django.test import Client
 
+        from runs.core.models import Policy, Run, Task
         from runs.evaluations.selectors import evaluation_report
         from runs.evaluations.services import EvaluationSpec, evaluation_create
         from runs.launch import services
-        from runs.launch.models import Run, Task
-        from runs.policies.models import Policy
 
         user = get_user_model().objects.create_user("bench-eval")
         project = _django.bench_project(user)

@@ -235,7 +235,7 @@ def _raw_copy(trajectories, owner) -> float:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from runs.launch.models import Run
+    from runs.core.models import Run
     from tracing.recorder import clean_json as _json
     from tracing.recorder import clean_text as _clean
     from tracing.steps import role_of
@@ -281,7 +281,7 @@ def _latencies(base: str, token: str) -> dict[int, tuple[float, float]]:
 
 def _analysis_cost(owner, trajectories) -> float:
     """Seconds per run for signals + anchor break on finish (what `"analyse": true` adds)."""
-    from runs.launch.models import Run
+    from runs.core.models import Run
     from tracing.ingest.services import runs_ended
 
     sample = list(Run.objects.filter(owner=owner, source="api").order_by("pk").values_list("pk", flat=True)[:200])

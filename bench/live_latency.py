@@ -31,8 +31,8 @@ def main() -> None:
 def measure(queue: str) -> None:
     from playwright.sync_api import sync_playwright
 
+    from runs.core.models import Run, Task
     from runs.launch import services
-    from runs.launch.models import Run, Task
     from tests.servers import free_port, wait_http
     from tracing.models import Step
 

@@ -41,8 +41,8 @@ def thirty_step_runs() -> list[int]:
     from django.contrib.auth.models import User
 
     from runs.agent.sim_server import sim_client
+    from runs.core.models import Task
     from runs.launch import execution, services
-    from runs.launch.models import Task
 
     user = User.objects.create_user("bench", password="bench")
     project = _django.bench_project(user)
@@ -84,7 +84,7 @@ def naive_size(run_ids: list[int]) -> int:
 
 def big_runs() -> tuple[int, int]:
     """Two 300-step runs, one with a model call per turn and one without (the baseline page)."""
-    from runs.launch.models import Run, Task
+    from runs.core.models import Run, Task
     from tracing.call_store import CallRecorder
     from tracing.model_calls import ModelCallRecord
     from tracing.recorder import record_step
@@ -139,7 +139,7 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("loaddemo", verbosity=0)
-    from runs.launch.models import Run
+    from runs.core.models import Run
     from tracing.models import ModelCall
 
     runs0, calls0, messages0 = sizes(RUN_TABLES), sizes(CALL_TABLES), sizes(("tracing_callmessage",))

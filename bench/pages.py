@@ -28,7 +28,7 @@ def seed() -> tuple[int, int]:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from runs.launch.models import Run, Task
+    from runs.core.models import Run, Task
     from tracing.anchoring import PATTERNS
     from tracing.recorder import record_step
     from tracing.steps import Step
@@ -70,7 +70,7 @@ def seed() -> tuple[int, int]:
                                  args={"query": f"q {i}"} if kind == "action" else None,
                                  meta={"status": "ok"} if kind == "observation" else {}, prompt_tokens=300 + i))
     # The run page's highlights: an anchor break and scores, as run_analyse stores them.
-    from runs.launch.analysis import run_analyse
+    from runs.launch.run_analysis import run_analyse
 
     run_analyse(big.pk, recompute_signals=True)
     Run.objects.filter(pk=big.pk).update(first_anchor_break=150, anchor_reason="bench: a break half-way down")
@@ -104,7 +104,7 @@ def main() -> None:
     from django.contrib.auth.models import User
     from django.test import Client
 
-    from runs.launch.models import Run
+    from runs.core.models import Run
 
     client = Client()
     client.force_login(User.objects.get(username="bench"))

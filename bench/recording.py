@@ -26,7 +26,7 @@ def main() -> None:
     from runs.agent.sim_server import sim_client
     from runs.agent.suite import builtin_tasks, load_documents
     from runs.agent.tools import CorpusSearch, default_tools
-    from runs.launch.models import Run
+    from runs.core.models import Run
     from tracing.recorder import Recorder
 
     client = sim_client()

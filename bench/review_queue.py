@@ -56,8 +56,7 @@ def _seed_runs(rng: random.Random) -> list[tuple]:
     from django.db import connection
     from django.utils import timezone
 
-    from runs.launch.models import Run, Task
-    from runs.policies.models import Policy
+    from runs.core.models import Policy, Run, Task
 
     tasks = [Task.objects.create(slug=f"task-{i}", title=f"Task {i}", prompt=f"Question {i}?", gold_answer="x")
              for i in range(25)]

@@ -18,7 +18,7 @@ figures several times an idle machine's; read the ratios):
     (an earlier round at load 12: 448 | 520 (+16%) | 661 (+48%)).
 The cold cost is markdown-it-py's parse, about 0.4 ms per 500-character thought on an
 idle core (67 thoughts on the first 200-step page, so ~30 ms): over the 100 ms budget if
-the page was already near it. Plain prose skips the parser (runs/payloads.py
+the page was already near it. Plain prose skips the parser (runs/core/step_payloads.py
 _MARKDOWN_SYNTAX), and the cache makes reloads and polls warm.
 """
 
@@ -46,7 +46,7 @@ THOUGHTS = [
 def seed() -> int:
     from django.contrib.auth.models import User
 
-    from runs.launch.models import Run, Task
+    from runs.core.models import Run, Task
     from tracing.recorder import record_step
     from tracing.steps import Step
 
@@ -82,7 +82,7 @@ def main() -> None:
     from django.test import Client
     from django.utils.html import format_html
 
-    from runs import payloads
+    from runs.core import step_payloads as payloads
 
     client = Client()
     client.force_login(User.objects.get(username="bench"))

@@ -129,7 +129,7 @@ def bench_search() -> None:
     from django.db import connection
     from django.test import Client
 
-    from runs.launch.models import Run
+    from runs.core.models import Run
     from runs.search.selectors import _FIRST_HITS_SQL, first_hits, query_tokens, runs_with_text
     from tracing.stepsearch import tsquery_literal
 
@@ -181,7 +181,7 @@ def bench_writes() -> None:
 
     import tracing.ingest.writes as writes
     import tracing.recorder as recorder
-    from runs.launch.models import Run
+    from runs.core.models import Run
     from tracing.steps import Step as StepRecord
 
     rng = random.Random(9)

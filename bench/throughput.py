@@ -22,8 +22,8 @@ def main(runs: int) -> None:
     with _django.running_stack(DB, concurrency=2):
         from django.db.models import Count, Max, Min
 
+        from runs.core.models import Run, Task
         from runs.launch import services
-        from runs.launch.models import Run, Task
         from tracing.models import Step
 
         time.sleep(3)  # let the worker connect before the clock starts

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from runs.launch.models import Document, RerunGroup, Run, Task
+from runs.core.models import Document, RerunGroup, Run, Task
 
 
 @admin.register(Task)

@@ -7,7 +7,11 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         # Receivers import models, so they are connected once the models are
         # loaded: Django's rule for signals, not a way around an import circle.
+        from runs.approvals.pause import GATE
+        from runs.launch.approval_gate import approval_gate_use
         from runs.lifecycle import on_run_ended
         from tracing.signals import run_ended
 
         run_ended.connect(on_run_ended, dispatch_uid="runs.lifecycle.on_run_ended")
+        # Launching is handed the approvals feature's gate instead of importing it.
+        approval_gate_use(GATE)

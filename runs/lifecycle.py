@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.db.models import Q
 
+from runs.core.models import Run
 from runs.evaluations.services import evaluation_runs_measure
-from runs.launch.analysis import runs_analyse
-from runs.launch.models import Run
+from runs.launch.run_analysis import runs_analyse
 from runs.reviews.services import review_items_sync
 
 

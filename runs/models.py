@@ -2,12 +2,11 @@
 the feature packages' models under the one `runs` label, so tables and
 migrations stay where they were. Code imports a model from its package."""
 
-from runs.approvals.models import Approval, SandboxMessage
+from runs.approvals.models import Approval
+from runs.core.models import Document, Policy, RerunGroup, Run, SandboxMessage, Task
+from runs.core.prices import ModelPrice
 from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.failures.models import LayerLabel
-from runs.launch.models import Document, RerunGroup, Run, Task
-from runs.policies.models import Policy
-from runs.pricing.models import ModelPrice
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 

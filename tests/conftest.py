@@ -63,7 +63,7 @@ def auth_client(client, user):
 
 @pytest.fixture
 def task(db):
-    from runs.launch.models import Task
+    from runs.core.models import Task
 
     return Task.objects.create(
         slug="capital-demo", title="Capital demo", prompt="What is the capital of Freedonia?", gold_answer="Fredville"
@@ -73,7 +73,7 @@ def task(db):
 @pytest.fixture
 def make_run(db, task, user, project):
     # Imported here so the Django-free tests can run with `-p no:django`.
-    from runs.launch.models import Run
+    from runs.core.models import Run
     from tracing.recorder import record_step
     from tracing.steps import Step as StepRecord
 
@@ -138,9 +138,8 @@ def looping_run(db, user, project):
     from django.core.management import call_command
 
     from runs.agent.sim_server import sim_client
+    from runs.core.models import Policy, Task
     from runs.launch import execution, services
-    from runs.launch.models import Task
-    from runs.policies.models import Policy
 
     call_command("loaddemo", verbosity=0)
     task = Task.objects.get(slug="tollby-playhouse-seats")

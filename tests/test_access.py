@@ -29,9 +29,8 @@ from django.utils import timezone
 
 from agentlab.projects.models import Membership, Project, Role
 from runs.approvals.models import Approval
+from runs.core.models import Policy, RerunGroup, Run
 from runs.evaluations.models import Evaluation
-from runs.launch.models import RerunGroup, Run
-from runs.policies.models import Policy
 from runs.reviews.services import review_items_sync
 from runs.whatif.models import WhatIfJob
 from tests.htmx import hx

@@ -11,8 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from runs.launch.models import RerunGroup, Run
-from runs.policies.models import Policy
+from runs.core.models import Policy, RerunGroup, Run
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 from tests.projects import project_of

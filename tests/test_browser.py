@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.projects import team
 from tests.servers import start_sim_server, start_worker, stop
 from tracing.models import Step

@@ -208,7 +208,7 @@ def test_the_run_page_and_the_run_list_fit_the_window(live_server, open_as, make
 
 def test_new_run_shows_what_applies_and_the_local_model_gets_text_mode(live_server, open_as, user, task,
                                                                          monkeypatch):
-    from runs.launch.models import Run
+    from runs.core.models import Run
 
     sent = []
     monkeypatch.setattr("runs.launch.tasks.execute_run.apply_async", lambda args, **kw: sent.append(args))
@@ -241,7 +241,7 @@ def test_new_run_shows_what_applies_and_the_local_model_gets_text_mode(live_serv
 def test_the_policy_editor_is_a_form_with_field_errors(live_server, open_as, user):
     from django.core.management import call_command
 
-    from runs.policies.models import Policy
+    from runs.core.models import Policy
     from runs.policies.services import builtin_policies_load
 
     call_command("loaddemo", verbosity=0)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from runs.launch.models import Run, Task
+from runs.core.models import Run, Task
 from tests.projects import project_of
 from tracing.ingest.otlp import Span
 from tracing.ingest.services import otlp_ingest

@@ -17,8 +17,7 @@ from django.test import Client
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from runs.launch.models import RerunGroup, Run
-from runs.policies.models import Policy
+from runs.core.models import Policy, RerunGroup, Run
 from runs.policies.services import COLUMNS
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.forms import SWEEPABLE

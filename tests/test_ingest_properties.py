@@ -19,8 +19,8 @@ from django.db.models import Count
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from runs.core.models import Run
 from runs.imports.services import import_lines
-from runs.launch.models import Run
 from tests.projects import project_of, team
 from tracing.ingest.writes import token_create
 from tracing.models import Step

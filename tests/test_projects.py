@@ -14,8 +14,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from agentlab.projects.models import Membership, Project, Role
-from runs.launch.models import Run
-from runs.policies.models import Policy
+from runs.core.models import Policy, Run
 from runs.policies.services import PolicyProtected, policy_version_save
 from tracing.ingest.writes import token_create
 

@@ -1,6 +1,6 @@
 """The signed-in user's current project and role, read once per request.
 
-The roles themselves are checked in runs.launch.access (pages) and in
+The roles themselves are checked in runs.core.access (pages) and in
 tracing's token views; this module only answers "which membership is this
 request acting under". One query fetches every membership of the user (a
 handful): the current one and the header's project switcher both come from it.

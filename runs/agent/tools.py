@@ -3,7 +3,7 @@
 A tool takes a dict of arguments and returns a ``ToolResult``; it never raises
 for bad input (the loop records what it returns as the observation). Search is
 split into a backend (anything with ``search(query, k) -> list[Document]``:
-``CorpusSearch`` here, ``PostgresSearch`` in ``runs/launch/search.py``) and the
+``CorpusSearch`` here, ``PostgresSearch`` in ``runs/launch/agent_corpus.py``) and the
 ``SearchTool`` that formats the observation text the simulated model parses.
 """
 

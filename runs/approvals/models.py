@@ -1,4 +1,4 @@
-"""Pending and decided approvals, and the sandbox the demo's writing tool writes to."""
+"""Pending and decided approvals (the sandbox the writing tool writes to is runs.core.models.SandboxMessage)."""
 
 from __future__ import annotations
 
@@ -38,14 +38,3 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} step {self.step_index}: {self.tool} ({self.status})"
-
-
-class SandboxMessage(models.Model):
-    """What the demo's `send_message` tool sends: a table, not a real outbox."""
-
-    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="+")
-    text = models.TextField()
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"message {self.pk} of run {self.run_id}"

@@ -1,6 +1,7 @@
 """The worker's side of approvals: open the request when the loop pauses on a
-writing tool, and give the loop the decision when the run resumes. Imports no
-launching code (execution calls it; services, which enqueue, are apart)."""
+writing tool, give the loop the decision when the run resumes, cancel what
+waits when the paused run is stopped. Handed to launching as its ApprovalGate
+(runs.apps), so launching imports nothing of approvals."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.utils import timezone
 
 from runs.agent.loop import ApprovalDecision, ApprovalLookup
 from runs.approvals.models import Approval
+from runs.launch.approval_gate import ApprovalGate
 from tracing.models import Step
 
 DECIDED = (Approval.Status.APPROVED, Approval.Status.EDITED, Approval.Status.DENIED)
@@ -46,3 +48,11 @@ def approval_lookup(run_id: int) -> ApprovalLookup:
         return ApprovalDecision(verdict=approval.status, args=approval.decided_args, reason=approval.reason, by=by)
 
     return lookup
+
+
+def approvals_cancel(run_id: int) -> None:
+    """A paused run was stopped: its pending request ends with it."""
+    Approval.objects.filter(run_id=run_id, status=Approval.Status.PENDING).update(status=Approval.Status.CANCELLED)
+
+
+GATE = ApprovalGate(lookup=approval_lookup, open=approval_open, cancel=approvals_cancel)

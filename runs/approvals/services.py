@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from runs.approvals.models import Approval
 from runs.approvals.pause import approval_ttl
-from runs.launch.models import Run
+from runs.core.models import Run
 from runs.launch.services import run_enqueue
 from tracing.recorder import clean_value
 from tracing.signals import send_run_ended

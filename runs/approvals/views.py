@@ -12,8 +12,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from runs.approvals.models import Approval
 from runs.approvals.services import ApprovalError, approval_decide, approvals_expire
-from runs.launch import access
-from runs.queue import QueueUnavailable
+from runs.core import access
+from runs.core.queue import QueueUnavailable
 from tracing.models import Step
 
 RECENT = 50

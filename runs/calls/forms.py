@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from runs.launch.forms import MODEL_CHOICES
+from runs.core.form_fields import MODEL_CHOICES
 from tracing.model_calls import prompt_text
 
 # A replayed message may be as long as a stored one may be shown (1 MB and a bit).

@@ -9,10 +9,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from runs.calls.display import messages_view, raw_json, reply_view, tool_names
 from runs.calls.forms import ReplayForm
-from runs.calls.replay import REPLAY_TIMEOUT_S, call_replay
-from runs.launch import access
-from runs.launch.models import Run
-from runs.pricing.prices import price_of
+from runs.calls.resend import REPLAY_TIMEOUT_S, call_replay
+from runs.core import access
+from runs.core.models import Run
+from runs.core.prices import price_of
 from tracing.call_store import call_messages
 from tracing.models import ModelCall
 

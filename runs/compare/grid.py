@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runs import charts
-from runs.launch.models import Run
+from runs.core import charts
+from runs.core.models import Run
 from tracing.alignment import AlignedGrid, same_action, similarity
 from tracing.metrics import RunStats, summarize_tasks
 

@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Left
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tracing.alignment import MAX_RUNS
 from tracing.models import Step
 

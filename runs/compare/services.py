@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from runs.launch.models import RerunGroup, Run
+from runs.core.models import RerunGroup, Run
 
 
 def group_save(*, owner, project_id: int, runs: list[Run], name: str = "") -> tuple[RerunGroup, int]:

@@ -34,8 +34,8 @@ from runs.compare.grid import (
 )
 from runs.compare.selectors import ID, SelectionError, grid_steps, parse_run_ids, runs_by_id
 from runs.compare.services import group_save
-from runs.launch import access
-from runs.launch.models import RerunGroup, Run
+from runs.core import access
+from runs.core.models import RerunGroup, Run
 from tracing.alignment import MAX_RUNS, align, align_runs
 from tracing.metrics import summarize_tasks
 from tracing.models import Step

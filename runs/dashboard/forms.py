@@ -4,9 +4,9 @@ from datetime import timedelta
 
 from django import forms
 
+from runs.core.form_fields import label_filter_fields
+from runs.core.models import Run
 from runs.dashboard.selectors import default_period
-from runs.launch.forms import label_filter_fields
-from runs.launch.models import Run
 from runs.launch.selectors import POLICY_OFF, RunFilters
 
 # The longest period one request may aggregate; longer asks are refused with a

@@ -10,9 +10,9 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
-from runs.launch.models import Run
+from runs.core.models import Run
+from runs.core.prices import PriceTable
 from runs.launch.selectors import POLICY_OFF
-from runs.pricing.prices import PriceTable
 from runs.reviews.models import LabelState, ReviewItem
 from tracing.metrics import pass_at_k, pass_hat_k
 

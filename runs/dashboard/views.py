@@ -12,12 +12,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from runs import charts as charts_
-from runs.csv_cells import safe_row
+from runs.core import access
+from runs.core import charts as charts_
+from runs.core.csv_cells import safe_row
 from runs.dashboard import selectors as dashboard
 from runs.dashboard.forms import DashboardForm
 from runs.failures.selectors import breakdown as layer_breakdown
-from runs.launch import access
 from runs.launch.selectors import RunFilters, runs_filtered
 
 _LEGEND = {"orientation": "h", "y": -0.3}

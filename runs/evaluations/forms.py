@@ -3,10 +3,9 @@ from __future__ import annotations
 from django import forms
 
 from runs.agent.strategies import REACT, STRATEGIES
+from runs.core.form_fields import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field
+from runs.core.models import Policy, Run, Task
 from runs.evaluations.services import EvaluationSpec
-from runs.launch.forms import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field
-from runs.launch.models import Run, Task
-from runs.policies.models import Policy
 
 # An evaluation is launched as one batch: more runs than this is a job for
 # several evaluations (or for the command line, which has no such cap).
@@ -36,7 +35,7 @@ class EvaluationForm(forms.Form):
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**30)
 
     def __init__(self, *args, tasks=None, policies=None, **kwargs):
-        # The current project's tasks and policies (runs.launch.access); all of them for the command line.
+        # The current project's tasks and policies (runs.core.access); all of them for the command line.
         super().__init__(*args, **kwargs)
         self.task_choices = tasks if tasks is not None else Task.objects.all()
         policies = policies if policies is not None else Policy.objects.all()

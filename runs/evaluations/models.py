@@ -8,8 +8,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from runs.launch.models import Run, Task
-from runs.policies.models import Policy
+from runs.core.models import Policy, Run, Task
 
 
 class Evaluation(models.Model):

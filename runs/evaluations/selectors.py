@@ -17,9 +17,9 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from runs.agent.strategies import STRATEGIES
+from runs.core.models import Run
+from runs.core.prices import price_of
 from runs.evaluations.models import Evaluation, EvaluationRun
-from runs.launch.models import Run
-from runs.pricing.prices import price_of
 from tracing.intervals import bounded_mean_interval, mean_interval, wilson
 from tracing.metrics import pass_at_k, pass_hat_k, percentile
 

@@ -11,11 +11,10 @@ from functools import partial
 from django.db import connection, transaction
 
 from runs.agent.strategies import STRATEGIES, WATCHED
+from runs.core.models import Policy, Run, Task
 from runs.evaluations.models import Evaluation, EvaluationRun
-from runs.launch.analysis import update_from_values
-from runs.launch.models import Run, Task
+from runs.launch.run_analysis import update_from_values
 from runs.launch.services import RunSpec, run_build, run_enqueue
-from runs.policies.models import Policy
 from tracing.coverage import answer_coverage
 from tracing.models import Step
 

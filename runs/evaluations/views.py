@@ -10,12 +10,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
+from runs.core import access
+from runs.core.queue import QueueUnavailable
 from runs.evaluations.forms import EvaluationForm
 from runs.evaluations.models import Evaluation
 from runs.evaluations.selectors import evaluation_report
 from runs.evaluations.services import evaluation_create
-from runs.launch import access
-from runs.queue import QueueUnavailable
 
 EVALUATIONS_PER_PAGE = 100
 

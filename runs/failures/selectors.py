@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, F, Q, QuerySet
 
+from runs.core.models import Run
 from runs.failures.models import LayerLabel
-from runs.launch.models import Run
 from tracing.attribution import LAYERS
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from runs.core.models import Run
 from runs.failures.models import LayerLabel
-from runs.launch.models import Run
 from tracing.attribution import LAYER_KEYS
 
 NOTE_CHARS = 4000

@@ -9,12 +9,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
+from runs.core import access
+from runs.core.paging import keyset_page
 from runs.failures.models import LayerLabel
 from runs.failures.selectors import breakdown, failed
 from runs.failures.services import LayerLabelError, label_layer
-from runs.launch import access
 from runs.launch.selectors import trajectory
-from runs.paging import keyset_page
 from tracing.attribution import LAYER_KEYS, LAYERS, layer_of
 
 RUNS_PER_PAGE = 50

@@ -18,8 +18,8 @@ from typing import Any
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
-from runs.launch.analysis import attribution_column, default_policy, report_columns
-from runs.launch.models import Run
+from runs.core.models import Run
+from runs.launch.run_analysis import attribution_column, default_policy, report_columns
 from runs.reviews.services import review_items_sync
 from tracing.analysis import analyse
 from tracing.ingest.jsonapi import ApiError, check_context_size, loads_strict

@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from runs.core import access
 from runs.imports.forms import ImportForm
 from runs.imports.services import import_lines
-from runs.launch import access
 
 # A few trajectories in the import format, written for this page (not taken
 # from any data set): the page shows the first line, the link downloads all.

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tracing.labels import (
     MAX_METADATA_BYTES,
     MAX_SESSION_CHARS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tracing.labels import Labels
 
 

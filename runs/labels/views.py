@@ -7,9 +7,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from runs.core import access
 from runs.labels.forms import RunLabelsForm
 from runs.labels.services import run_labels_set
-from runs.launch import access
 from tracing.labels import MAX_SESSION_CHARS
 
 # A session is a conversation: a few dozen runs; more is a mis-used id, shown

@@ -19,10 +19,10 @@ from django.utils import timezone
 from runs.agent.loop import AWAITING_APPROVAL, Outcome, run_agent
 from runs.agent.strategies import BASELINES, run_strategy
 from runs.agent.suite import score
-from runs.approvals.pause import approval_lookup, approval_open
+from runs.core.endpoints import EndpointNotConfigured, client_for, config_for
+from runs.core.models import Run, Task
+from runs.launch.approval_gate import ApprovalGate, approval_gate
 from runs.launch.lease import DatabaseGone, Lease, LeaseLost
-from runs.launch.llm import EndpointNotConfigured, client_for, config_for
-from runs.launch.models import Run, Task
 from runs.launch.selectors import run_history
 from runs.launch.toolbox import build_tools
 from tracing.call_store import CallRecorder
@@ -94,10 +94,11 @@ def _governed(max_chars: int):
     return prepare
 
 
-def run_execute(*, run_id: int, task_id: str = "", client=None) -> Run | None:
+def run_execute(*, run_id: int, task_id: str = "", client=None, approvals: ApprovalGate | None = None) -> Run | None:
     """Run the agent for a claimed run; called by the Celery task.
 
-    `client` replaces the run's endpoint (the in-process sim for demo data).
+    `client` replaces the run's endpoint (the in-process sim for demo data);
+    `approvals` the gate runs.approvals handed over (runs.launch.approval_gate).
     Returns None when this delivery does not execute the run: another worker
     holds it, it ended, or the worker let it go (the database stayed away, or
     the reconciler handed the run to another worker meanwhile).
@@ -109,7 +110,7 @@ def run_execute(*, run_id: int, task_id: str = "", client=None) -> Run | None:
         if not run_claim(run_id=run_id, task_id=task_id):
             return None
         lease.start_heartbeat()
-        return _execute(run_id, lease, client)
+        return _execute(run_id, lease, client, approvals or approval_gate())
     except (LeaseLost, DatabaseGone) as exc:
         # Nothing more is written: a step now could race the run's new holder,
         # and a dead database cannot take it. The reconciler takes it up.
@@ -119,7 +120,7 @@ def run_execute(*, run_id: int, task_id: str = "", client=None) -> Run | None:
         lease.release()
 
 
-def _execute(run_id: int, lease: Lease, client) -> Run:
+def _execute(run_id: int, lease: Lease, client, approvals: ApprovalGate) -> Run:
     durable = lease.durable
     run = durable(Run.objects.select_related("task", "policy").get)(pk=run_id)
     history = durable(run_history)(run)
@@ -137,7 +138,7 @@ def _execute(run_id: int, lease: Lease, client) -> Run:
             watchdog=watchdog_for(run, history),
             history=history,
             prepare_observation=_governed(int(run.settings.get("context_chars", 2000))),
-            approval=durable(approval_lookup(run_id)),
+            approval=durable(approvals.lookup(run_id)),
             call_sink=durable(CallRecorder(run_id)),
         )
     except (LeaseLost, DatabaseGone):
@@ -149,7 +150,7 @@ def _execute(run_id: int, lease: Lease, client) -> Run:
     except Exception as exc:  # the run must end, never stay `running`
         log.exception("run %s crashed", run_id)
         outcome = durable(_error_outcome)(run_id, f"internal error: {type(exc).__name__}: {exc}")
-    return durable(run_finish)(run_id=run_id, outcome=outcome)
+    return durable(run_finish)(run_id=run_id, outcome=outcome, approvals=approvals)
 
 
 def _next_index(run_id: int) -> int:
@@ -184,14 +185,14 @@ def run_status(outcome: Outcome) -> str:
     return Run.Status.FINISHED
 
 
-def run_finish(*, run_id: int, outcome: Outcome) -> Run:
+def run_finish(*, run_id: int, outcome: Outcome, approvals: ApprovalGate | None = None) -> Run:
     run = Run.objects.select_related("task").get(pk=run_id)
     status = run_status(outcome)
     if status == Run.Status.AWAITING:
         # Paused, not ended: no worker holds it while a person decides.
         with transaction.atomic():
             Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(status=status, reason=outcome.reason)
-            approval_open(run_id)
+            (approvals or approval_gate()).open(run_id)
         run.refresh_from_db()
         return run
     # An infrastructure error or a person's Stop says nothing about the agent:

@@ -1,44 +1,14 @@
 from __future__ import annotations
 
-from decimal import Decimal
-
 from django import forms
 
 from runs.agent.faults import FaultError, FaultRates
-from runs.launch.labels import anchor_label
-from runs.launch.models import Run, Task
+from runs.core.anchor_names import anchor_label
+from runs.core.form_fields import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field, label_filter_fields
+from runs.core.models import Policy, Run, Task
 from runs.launch.selectors import POLICY_OFF, RunFilters
-from runs.policies.models import Policy
 from tracing.anchoring import PATTERNS
-from tracing.labels import (
-    MAX_METADATA_KEY_CHARS,
-    MAX_METADATA_VALUE_CHARS,
-    MAX_SESSION_CHARS,
-    MAX_TAG_CHARS,
-    MAX_TAGS,
-    LabelError,
-    clean_labels,
-    parse_tag_text,
-)
-
-MODEL_CHOICES = [
-    ("sim", "sim — simulated model (test double)"),
-    ("local", "local — Gemma 3 270M via llama.cpp (text mode)"),
-    ("openai", "OpenAI-compatible endpoint (set OPENAI_BASE_URL)"),
-]
-
-# Models that work in one mode only: the local Gemma 3 270M is a base model
-# without tool calling, reached through the completions endpoint (text mode).
-MODES_OF_PROVIDER = {"local": [Run.Mode.TEXT]}
-
-
-def cost_budget_field() -> forms.DecimalField:
-    """A run's and an evaluation's cost budget: blank is no limit; zero and
-    below are refused like a zero step budget (Run.max_cost's constraint)."""
-    return forms.DecimalField(required=False, min_value=Decimal("0.0001"), max_value=Decimal("100000"),
-                              max_digits=12, decimal_places=4, label="max cost ($)",
-                              help_text="Cost budget at the price table's prices; blank: none. "
-                                        "Simulated and local models cost nothing.")
+from tracing.labels import MAX_SESSION_CHARS, MAX_TAGS, LabelError, clean_labels, parse_tag_text
 
 
 class NewRunForm(forms.Form):
@@ -121,19 +91,6 @@ class NewRunForm(forms.Form):
 # Statuses before outcome and status were two things: a shared link with one
 # still works, as `finished` with the outcome it meant.
 LEGACY_STATUSES = {"succeeded": "correct", "failed": "wrong"}
-
-
-def _key_value(value: str) -> None:
-    if value and "=" not in value:
-        raise forms.ValidationError("Write a metadata filter as key=value.")
-
-
-def label_filter_fields() -> tuple[forms.Field, forms.Field, forms.Field]:
-    """The tag, metadata (key=value) and session filters, as the run list and the dashboard take them."""
-    return (forms.CharField(required=False, max_length=MAX_TAG_CHARS),
-            forms.CharField(required=False, max_length=MAX_METADATA_KEY_CHARS + MAX_METADATA_VALUE_CHARS + 1,
-                            validators=[_key_value], help_text="key=value"),
-            forms.CharField(required=False, max_length=MAX_SESSION_CHARS))
 
 
 class RunFilterForm(forms.Form):

@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
 from runs.agent.tools import RunAborted
-from runs.launch.models import Run
+from runs.core.models import Run
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from runs.core.models import Run
+from runs.core.queue import QueueUnavailable
 from runs.launch.lease import lock_for_transaction
-from runs.launch.models import Run
-from runs.queue import QueueUnavailable
 from tracing.models import Step
 from tracing.recorder import Recorder
 from tracing.signals import send_run_ended
@@ -139,7 +139,7 @@ def _take_over(run_id: int, stale_before, send: Send) -> str:
 
 def runs_reconcile(*, send: Send) -> Sweep:
     """One sweep; `send(run_id, task_id)` sends a run's message (raising
-    runs.queue.QueueUnavailable when the broker is down)."""
+    runs.core.queue.QueueUnavailable when the broker is down)."""
     now = timezone.now()
     sweep = Sweep()
     try:

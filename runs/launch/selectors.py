@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tracing.models import Step
 from tracing.steps import Step as StepRecord
 

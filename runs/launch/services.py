@@ -16,14 +16,13 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from runs.approvals.models import Approval
+from runs.core.models import Policy, RerunGroup, Run, Task
+from runs.core.queue import enqueue
+from runs.launch.approval_gate import approval_gate
 from runs.launch.lease import lock_for_transaction
-from runs.launch.models import RerunGroup, Run, Task
 from runs.launch.reconcile import run_end_unheld
 from runs.launch.selectors import run_history
 from runs.launch.tasks import execute_run
-from runs.policies.models import Policy
-from runs.queue import enqueue
 from tracing.labels import Labels
 from tracing.recorder import Recorder
 from tracing.signals import send_run_ended
@@ -62,7 +61,7 @@ class ForkError(ValueError):
 
 def run_enqueue(*, run: Run, undo: Callable[[], None] | None = None) -> None:
     """Send a committed run to the workers. On a dead broker, `undo` (by
-    default: delete the run) and raise runs.queue.QueueUnavailable."""
+    default: delete the run) and raise runs.core.queue.QueueUnavailable."""
     enqueue(execute_run, run.pk, task_id=run.celery_id, undo=undo or run.delete)
 
 
@@ -205,7 +204,7 @@ def run_stop(*, run: Run) -> Run:
         reason="stopped by user while a call waited for approval", finished_at=timezone.now(),
     ):
         # No worker holds a paused run: it ends now, and its request with it.
-        Approval.objects.filter(run=run, status=Approval.Status.PENDING).update(status=Approval.Status.CANCELLED)
+        approval_gate().cancel(run.pk)
         send_run_ended(run.pk)
     else:
         Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(stop_requested=True)

@@ -11,9 +11,9 @@ from celery.signals import worker_ready
 from django.conf import settings
 from kombu.exceptions import OperationalError
 
+from runs.core.queue import enqueue
 from runs.launch.execution import run_execute
 from runs.launch.reconcile import runs_reconcile
-from runs.queue import enqueue
 
 log = logging.getLogger(__name__)
 

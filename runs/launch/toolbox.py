@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from runs.agent.faults import FaultRates, with_faults
 from runs.agent.tools import SendMessageTool, ToolRegistry, default_tools
-from runs.approvals.models import SandboxMessage
-from runs.launch.models import Run
-from runs.launch.search import PostgresSearch
+from runs.core.models import Run, SandboxMessage
+from runs.launch.agent_corpus import PostgresSearch
 
 
 def build_tools(run: Run, *, guard=None) -> ToolRegistry:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import F, Q, QuerySet
@@ -16,15 +15,16 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from runs.launch import access, services
-from runs.launch.forms import MODES_OF_PROVIDER, NewRunForm, RunFilterForm
-from runs.launch.models import Run, Task
+from runs.core import access
+from runs.core.form_fields import MODES_OF_PROVIDER
+from runs.core.models import Run, Task
+from runs.core.paging import keyset_page
+from runs.core.prices import PriceTable
+from runs.core.queue import QueueUnavailable
+from runs.launch import services
+from runs.launch.forms import NewRunForm, RunFilterForm
 from runs.launch.selectors import runs_filtered, steps_after, trajectory
 from runs.launch.span_tree import tree_html
-from runs.paging import keyset_page
-from runs.policies.models import Policy
-from runs.pricing.prices import PriceTable
-from runs.queue import QueueUnavailable
 from runs.search.selectors import RunSearch, search_runs
 from tracing.models import ModelCall, Step
 from tracing.timeline import run_calls, span_rows
@@ -367,45 +367,3 @@ def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
     )
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
     return response
-
-
-class StepForkForm(forms.Form):
-    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 10, "class": "mono"}), max_length=50_000,
-                           strip=False)
-    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="watchdog off")
-    turns = forms.IntegerField(min_value=1, max_value=services.FORK_MAX_TURNS, initial=services.FORK_DEFAULT_TURNS)
-
-    def __init__(self, *args, policies, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["policy"].queryset = policies
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def run_fork_edited(request: HttpRequest, run_id: int, index: int) -> HttpResponse:
-    """What if… : fork any run from one of its observations or thoughts, edited by hand."""
-    run = access.run_for(request, run_id, "task", "policy")
-    step = next((s for s in trajectory(run, lo=index, hi=index) if s.kind in services.EDITABLE_KINDS), None)
-    if step is None:
-        raise Http404(f"run {run_id} has no observation or thought at step {index}")
-    status = 200
-    if request.method == "POST":
-        access.require_reviewer(request)
-        form = StepForkForm(request.POST, policies=access.policies_for(request))
-        if form.is_valid():
-            try:
-                fork = services.fork_create(parent=run, fork_from=index, owner=request.user,
-                                            policy=form.cleaned_data["policy"], turns=form.cleaned_data["turns"],
-                                            edit={"text": form.cleaned_data["text"]})
-            except services.ForkError as exc:
-                form.add_error(None, str(exc))
-            except QueueUnavailable as exc:
-                form.add_error(None, f"{exc}. Nothing was queued.")
-            else:
-                return redirect(fork)
-        status = 400
-    else:
-        form = StepForkForm(initial={"text": step.text, "policy": run.policy, "turns": services.FORK_DEFAULT_TURNS},
-                            policies=access.policies_for(request))
-    return render(request, "launch/step_fork.html",
-                  {"run": run, "step": step, "form": form, "can_label": access.is_reviewer(request)}, status=status)

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 # The price table's first content: list prices of common OpenAI-compatible
-# names (runs.pricing.prices.DEFAULT_PRICES, copied: a migration must not
+# names (runs.core.prices.DEFAULT_PRICES, copied: a migration must not
 # change when the module does).
 DEFAULT_PRICES = {
     "gpt-4o": ("2.50", "10.00"), "gpt-4o-mini": ("0.15", "0.60"), "gpt-4.1": ("2.00", "8.00"),

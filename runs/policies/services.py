@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from runs.policies.models import Policy
+from runs.core.models import Policy
 from tracing.watchdog import BUILTIN_POLICIES
 from tracing.watchdog import Policy as WatchdogPolicy
 

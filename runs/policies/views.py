@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from runs.launch import access
+from runs.core import access
 from runs.policies.forms import PolicyForm, initial_of
 from runs.policies.services import PolicyExists, PolicyProtected, policy_config, policy_version_save
 from tracing.watchdog import DEFAULT_POLICY

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
-from runs.pricing.models import ModelPrice
+from runs.core.prices import ModelPrice
 
 
 class ModelPriceForm(forms.ModelForm):

@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from runs.launch import access
+from runs.core import access
+from runs.core.prices import ModelPrice
 from runs.pricing.forms import PriceFormSet
-from runs.pricing.models import ModelPrice
 
 
 @login_required

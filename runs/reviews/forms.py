@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django import forms
 
+from runs.core.models import Policy
 from runs.launch.services import FORK_DEFAULT_TURNS, FORK_MAX_TURNS
-from runs.policies.models import Policy
 from runs.reviews.models import LabelState
 
 TIERS = ("hint", "redirect", "stop")
@@ -26,6 +26,17 @@ class QueueFilterForm(forms.Form):
 class ForkForm(forms.Form):
     policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="watchdog off")
     turns = forms.IntegerField(min_value=1, max_value=FORK_MAX_TURNS, initial=FORK_DEFAULT_TURNS, required=False)
+
+    def __init__(self, *args, policies, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["policy"].queryset = policies
+
+
+class StepForkForm(forms.Form):
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 10, "class": "mono"}), max_length=50_000,
+                           strip=False)
+    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="watchdog off")
+    turns = forms.IntegerField(min_value=1, max_value=FORK_MAX_TURNS, initial=FORK_DEFAULT_TURNS)
 
     def __init__(self, *args, policies, **kwargs):
         super().__init__(*args, **kwargs)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.http import HttpRequest
 
-from runs.launch import access
+from runs.core import access
 from runs.reviews.models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
 from tracing.models import Step
 
@@ -17,7 +17,7 @@ FINISHED_FORK_OUTCOMES = (ForkOutcome.SUCCEEDED, ForkOutcome.FAILED, ForkOutcome
 
 
 def items_for(request: HttpRequest) -> QuerySet[ReviewItem]:
-    """The review items the user may see: those of the runs runs.launch.access.runs_for
+    """The review items the user may see: those of the runs runs.core.access.runs_for
     gives (the current project's)."""
     return ReviewItem.objects.filter(run__project_id=access.project_id(request))
 

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import QuerySet
 
-from runs.launch.models import Run
+from runs.core.models import Policy, Run
 from runs.launch.services import fork_create, run_enqueue
-from runs.policies.models import Policy
 from runs.reviews.models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
 from runs.reviews.priors import threshold_snapshot, uncertainty_of
 from tracing.models import Step

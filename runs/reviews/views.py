@@ -15,17 +15,16 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from runs import charts
-from runs.csv_cells import safe_cell
-from runs.launch import access
+from runs.core import access, charts
+from runs.core.csv_cells import safe_cell
+from runs.core.paging import keyset_page
+from runs.core.queue import QueueUnavailable
 from runs.launch.selectors import trajectory
-from runs.launch.services import FORK_DEFAULT_TURNS, FORK_MAX_TURNS, ForkError
-from runs.paging import keyset_page
-from runs.queue import QueueUnavailable
-from runs.reviews.forms import ForkForm, QueueFilterForm
+from runs.launch.services import EDITABLE_KINDS, FORK_DEFAULT_TURNS, FORK_MAX_TURNS, ForkError, fork_create
+from runs.reviews.forms import ForkForm, QueueFilterForm, StepForkForm
 from runs.reviews.models import ForkOutcome, ReviewItem, ReviewLabel
 from runs.reviews.selectors import (
     EXPORT_COLUMNS,
@@ -303,3 +302,34 @@ def export_jsonl(request: HttpRequest) -> StreamingHttpResponse:
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="review-labels.jsonl"'
     return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_fork_edited(request: HttpRequest, run_id: int, index: int) -> HttpResponse:
+    """What if… : fork any run from one of its observations or thoughts, edited by hand."""
+    run = access.run_for(request, run_id, "task", "policy")
+    step = next((s for s in trajectory(run, lo=index, hi=index) if s.kind in EDITABLE_KINDS), None)
+    if step is None:
+        raise Http404(f"run {run_id} has no observation or thought at step {index}")
+    status = 200
+    if request.method == "POST":
+        access.require_reviewer(request)
+        form = StepForkForm(request.POST, policies=access.policies_for(request))
+        if form.is_valid():
+            try:
+                fork = fork_create(parent=run, fork_from=index, owner=request.user,
+                                            policy=form.cleaned_data["policy"], turns=form.cleaned_data["turns"],
+                                            edit={"text": form.cleaned_data["text"]})
+            except ForkError as exc:
+                form.add_error(None, str(exc))
+            except QueueUnavailable as exc:
+                form.add_error(None, f"{exc}. Nothing was queued.")
+            else:
+                return redirect(fork)
+        status = 400
+    else:
+        form = StepForkForm(initial={"text": step.text, "policy": run.policy, "turns": FORK_DEFAULT_TURNS},
+                            policies=access.policies_for(request))
+    return render(request, "reviews/step_fork.html",
+                  {"run": run, "step": step, "form": form, "can_label": access.is_reviewer(request)}, status=status)

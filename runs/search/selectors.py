@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.db.models import Exists, OuterRef, QuerySet
 from django.db.models.expressions import RawSQL
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tracing.models import ExternalRun, Step
 from tracing.stepsearch import query_tokens, snippet, tsquery_literal
 

@@ -4,9 +4,9 @@ import json
 
 from django import template
 
-from runs import payloads
-from runs.launch.labels import anchor_label
-from runs.pricing.prices import money
+from runs.core import step_payloads as payloads
+from runs.core.anchor_names import anchor_label
+from runs.core.prices import money
 
 register = template.Library()
 
@@ -61,7 +61,7 @@ def anchor_label_filter(pattern) -> str:
 
 @register.filter
 def step_text(step, label: str) -> str:
-    """The step's text as the timeline shows it (runs.payloads: JSON folded, Markdown sanitised)."""
+    """The step's text as the timeline shows it (runs.core.step_payloads: JSON folded, Markdown sanitised)."""
     return payloads.step_text_html(step, label)
 
 
@@ -72,7 +72,7 @@ def args_html(args) -> str:
 
 @register.filter(name="money")
 def money_filter(value) -> str:
-    """A cost in dollars ('—' when unknown): runs.pricing.prices.money."""
+    """A cost in dollars ('—' when unknown): runs.core.prices.money."""
     try:
         return money(None if value is None or value == "" else float(value))
     except (TypeError, ValueError):

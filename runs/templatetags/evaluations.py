@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import template
 from django.utils.html import format_html
 
-from runs.pricing.prices import money
+from runs.core.prices import money
 
 register = template.Library()
 

@@ -5,7 +5,7 @@ from dataclasses import fields
 
 from django import forms
 
-from runs.policies.models import Policy
+from runs.core.models import Policy
 from runs.policies.services import COLUMNS
 from tracing import untrusted_json
 from tracing.watchdog import Ladder, Thresholds, Windows

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from agentlab.projects.models import Project
-from runs.policies.models import Policy
+from runs.core.models import Policy
 
 
 class WhatIfJob(models.Model):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from runs.policies.fields import field_doc
-from runs.whatif.replay import MATCH_WINDOW
+from runs.whatif.sweep import MATCH_WINDOW
 
 # Figures read for "backwards" moves: for each, its name in a sentence.
 MOVES = {"interrupted": "interrupts", "stopped": "stops"}

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from runs.launch.selectors import RunFilters, runs_filtered
 
 

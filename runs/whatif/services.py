@@ -1,5 +1,5 @@
 """A what-if job is created here: validated, its data snapshot fixed, cached,
-and sent to a worker (runs.whatif.execution replays it)."""
+and sent to a worker (runs.whatif.sweep_job replays it)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import Any
 from django.db.models import Max
 from django.utils import timezone
 
-from runs.policies.models import Policy
-from runs.queue import enqueue
+from runs.core.models import Policy
+from runs.core.queue import enqueue
 from runs.reviews.models import LabelState, ReviewItem
 from runs.whatif.models import WhatIfJob
-from runs.whatif.replay import cache_key, sweep_policies
 from runs.whatif.selectors import snapshot_runs
+from runs.whatif.sweep import cache_key, sweep_policies
 from runs.whatif.tasks import execute_whatif
 from tracing.watchdog import Policy as WatchdogPolicy
 

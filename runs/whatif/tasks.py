@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from runs.whatif.execution import whatif_execute
+from runs.whatif.sweep_job import whatif_execute
 
 
 @shared_task(name="runs.execute_whatif", acks_late=False, soft_time_limit=3600, time_limit=3700)

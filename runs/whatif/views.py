@@ -11,11 +11,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from runs import charts
-from runs.launch import access
+from runs.core import access, charts
+from runs.core.queue import QueueUnavailable
 from runs.policies.fields import field_doc
 from runs.policies.services import PolicyProtected, policy_config, policy_version_save
-from runs.queue import QueueUnavailable
 from runs.whatif.forms import WhatIfForm
 from runs.whatif.models import WhatIfJob
 from runs.whatif.reading import reading

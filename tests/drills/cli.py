@@ -23,8 +23,8 @@ def main(argv: list[str]) -> None:
         call_command("loaddemo", verbosity=0)
         return
     from agentlab.projects.models import Project
+    from runs.core.models import Run, Task
     from runs.launch import services
-    from runs.launch.models import Run, Task
 
     if argv[0] == "stop":
         run = Run.objects.get(pk=int(argv[1]))

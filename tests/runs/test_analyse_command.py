@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from runs.management.commands.analyse import Progress
 from runs.reviews.models import ReviewItem
 from tests.projects import team

@@ -1,10 +1,10 @@
-"""Plotly figures as plain dicts, one look for every page (runs.charts)."""
+"""Plotly figures as plain dicts, one look for every page (runs.core.charts)."""
 
 from __future__ import annotations
 
 import json
 
-from runs import charts
+from runs.core import charts
 
 
 def test_a_figure_has_the_house_layout_and_keeps_the_callers_keys():

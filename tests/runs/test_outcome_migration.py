@@ -8,7 +8,7 @@ import importlib
 import pytest
 from django.db import connection
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from runs.reviews.models import ReviewItem
 
 pytestmark = pytest.mark.django_db

@@ -1,11 +1,11 @@
-"""Sending work to the workers with cleanup when the broker is down (runs.queue)."""
+"""Sending work to the workers with cleanup when the broker is down (runs.core.queue)."""
 
 from __future__ import annotations
 
 import pytest
 from kombu.exceptions import OperationalError
 
-from runs.queue import QueueUnavailable, enqueue
+from runs.core.queue import QueueUnavailable, enqueue
 
 
 class FakeTask:

@@ -12,7 +12,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.projects import project_of
 from tracing.ingest.writes import token_create
 from tracing.models import Step

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.projects import project_of
 from tracing.client import Client, IngestError
 from tracing.ingest.writes import token_create

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.projects import project_of
 from tracing.ingest.jsonapi import MAX_JSON_DEPTH
 from tracing.ingest.writes import COPY_MIN_ROWS, token_create, token_revoke

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.projects import project_of
 from tracing.ingest.writes import token_create
 

@@ -11,7 +11,7 @@ from runs.agent.loop import AgentConfig, run_agent
 from runs.agent.sim_server import sim_client
 from runs.agent.suite import get_task, load_documents
 from runs.agent.tools import CorpusSearch, default_tools
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.projects import project_of, team
 from tracing.ingest.writes import token_create
 from tracing.models import Step

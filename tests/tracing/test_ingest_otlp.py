@@ -11,7 +11,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.projects import project_of
 from tracing.ingest import services
 from tracing.ingest.otlp import MAX_ATTRIBUTE_DEPTH

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.tracing import test_ingest_otlp as otlp_tests
 from tests.tracing.test_ingest_otlp import ROOT, TRACE, _proto, _request, _sid
 from tracing.ingest.otlp import MAX_ATTRIBUTE_CHARS, MAX_COUNT

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.tracing import test_ingest_otlp as otlp_tests
 from tests.tracing.test_ingest_otlp import _agent_trace, _llm, _proto
 from tracing import tasks

@@ -81,7 +81,7 @@ def test_the_recorder_keeps_the_summary(make_run, expected):
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", ["create", "append", "append-copy"])
 def test_ingested_runs_get_the_same_summary_context_pressure_included(client, user, expected, path, monkeypatch):
-    from runs.launch.models import Run
+    from runs.core.models import Run
     from tracing.ingest import writes
     from tracing.ingest.writes import token_create
 
@@ -102,8 +102,8 @@ def test_ingested_runs_get_the_same_summary_context_pressure_included(client, us
 
 @pytest.mark.django_db
 def test_imported_runs_get_the_same_summary(user):
+    from runs.core.models import Run
     from runs.imports.services import import_lines
-    from runs.launch.models import Run
     from tracing.steps import trajectory_from_dict
 
     line = {"source": "test", "run_id": "r1", "task": "What is the capital of Freedonia?", "success": None,

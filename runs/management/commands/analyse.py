@@ -8,7 +8,7 @@ from typing import TextIO
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from runs.launch.selectors import day_start
 from runs.lifecycle import runs_judge
 

@@ -7,11 +7,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agentlab.projects.services import project_named
 from runs.agent.strategies import REACT, STRATEGIES
+from runs.core.models import Policy, Run, Task
+from runs.core.queue import QueueUnavailable
 from runs.evaluations.selectors import evaluation_progress, evaluation_report
 from runs.evaluations.services import EvaluationError, EvaluationSpec, evaluation_create
-from runs.launch.models import Run, Task
-from runs.policies.models import Policy
-from runs.queue import QueueUnavailable
 
 
 def _tasks(value: str) -> list[Task]:

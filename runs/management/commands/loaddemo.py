@@ -7,10 +7,9 @@ from django.db import transaction
 from agentlab.projects.models import Membership, Project, Role
 from runs.agent.sim_server import sim_client
 from runs.agent.suite import load_suite
+from runs.core.models import Document, Policy, Run, Task
 from runs.launch import services
 from runs.launch.execution import run_execute
-from runs.launch.models import Document, Run, Task
-from runs.policies.models import Policy
 from runs.policies.services import builtin_policies_load
 from tracing.watchdog import BUILTIN_POLICIES
 

@@ -6,10 +6,9 @@ from decimal import Decimal
 from django.core.management.base import BaseCommand, CommandError
 
 from agentlab.projects.services import project_named
+from runs.core.models import Policy, Run, Task
+from runs.core.queue import QueueUnavailable
 from runs.launch import services
-from runs.launch.models import Run, Task
-from runs.policies.models import Policy
-from runs.queue import QueueUnavailable
 from tracing.labels import LabelError, clean_labels, parse_metadata_text
 
 

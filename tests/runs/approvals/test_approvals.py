@@ -14,10 +14,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs.agent.sim_server import sim_client
-from runs.approvals.models import Approval, SandboxMessage
+from runs.approvals.models import Approval
 from runs.approvals.services import ApprovalError, approval_decide, approvals_expire
+from runs.core.models import Run, SandboxMessage, Task
 from runs.launch import execution, services
-from runs.launch.models import Run, Task
 from tests.projects import project_of
 from tests.runs.agent.helpers_agent import CLEAN
 from tracing.models import Step

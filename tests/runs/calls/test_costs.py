@@ -13,9 +13,8 @@ from runs.agent.loop import AgentConfig, Budget, Price, run_agent
 from runs.agent.sim_server import sim_client
 from runs.agent.suite import get_task, load_documents
 from runs.agent.tools import CorpusSearch, default_tools
-from runs.launch.models import Run
-from runs.pricing.models import ModelPrice
-from runs.pricing.prices import PriceTable, money
+from runs.core.models import Run
+from runs.core.prices import ModelPrice, PriceTable, money
 
 pytestmark = pytest.mark.django_db
 

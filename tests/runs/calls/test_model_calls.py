@@ -10,9 +10,9 @@ from django.urls import reverse
 
 from runs.agent.sim_server import sim_client
 from runs.calls.forms import ReplayForm
-from runs.calls.replay import ReplayResult
+from runs.calls.resend import ReplayResult
+from runs.core.models import Run, Task
 from runs.launch import execution, services
-from runs.launch.models import Run, Task
 from tests.projects import project_of
 from tracing.call_store import CallRecorder, call_messages
 from tracing.model_calls import ModelCallRecord, media_part, prompt_segments, prompt_text
@@ -216,7 +216,7 @@ def test_a_step_without_a_call_or_a_missing_run_is_404(auth_client, make_run):
 
 @pytest.fixture
 def in_process_sim(monkeypatch):
-    monkeypatch.setattr("runs.calls.replay.make_client", lambda base_url, api_key: sim_client())
+    monkeypatch.setattr("runs.calls.resend.make_client", lambda base_url, api_key: sim_client())
 
 
 def test_replay_shows_the_edited_calls_answer_beside_the_recorded_one(auth_client, user, in_process_sim):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from runs.launch.models import RerunGroup, Run, Task
+from runs.core.models import RerunGroup, Run, Task
 from tests.projects import team
 from tracing.alignment import MAX_RUNS
 from tracing.recorder import record_step
@@ -63,7 +63,7 @@ def test_every_compare_url_requires_login(client, split_runs):
 
 
 def test_a_user_of_another_project_cannot_compare_the_runs(client, other_user, split_runs):
-    # Runs of another project look missing (runs.launch.access); the message names no run's content.
+    # Runs of another project look missing (runs.core.access); the message names no run's content.
     client.force_login(other_user)
     response = client.get(_page([r.pk for r in split_runs]))
     assert response.status_code == 400 and split_runs[0].prompt not in response.content.decode()

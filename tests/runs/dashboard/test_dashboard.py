@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.projects import team
 
 pytestmark = pytest.mark.django_db
@@ -115,7 +115,7 @@ def test_false_kill_rate_comes_from_reviewers_labels(auth_client, runs):
 
 
 def test_the_watchdog_off_drill_keeps_its_filter(auth_client, make_run):
-    from runs.policies.models import Policy
+    from runs.core.models import Policy
 
     policy = Policy.objects.create(project=team(), name="default", config={})
     make_run(status="finished", success=False, policy=policy)
@@ -143,7 +143,7 @@ def test_a_model_name_that_is_a_formula_is_exported_as_text(auth_client, make_ru
 
 
 def test_only_text_that_starts_a_formula_is_quoted():
-    from runs.csv_cells import safe_cell
+    from runs.core.csv_cells import safe_cell
 
     assert safe_cell("-2+3") == "'-2+3" and safe_cell(-2) == -2 and safe_cell("gpt-4") == "gpt-4"
 
@@ -151,7 +151,7 @@ def test_only_text_that_starts_a_formula_is_quoted():
 def test_forks_are_not_runs_of_the_dashboard(auth_client, make_run):
     """A fork (a reviewer's "what if it had gone on", watchdog off) is not
     another run of the task: it counts nowhere, and no policy is named "—"."""
-    from runs.policies.models import Policy
+    from runs.core.models import Policy
 
     policy = Policy.objects.create(project=team(), name="default", config={})
     parent = make_run(status="stopped", policy=policy, success=False)

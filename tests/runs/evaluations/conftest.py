@@ -16,7 +16,7 @@ def queued(monkeypatch):
 
 @pytest.fixture
 def tasks(db):
-    from runs.launch.models import Task
+    from runs.core.models import Task
 
     return [Task.objects.create(slug=f"task-{i}", title=f"Task {i}", prompt=f"What is answer {i}?",
                                 gold_answer=str(i)) for i in (1, 2)]
@@ -38,7 +38,7 @@ def make_evaluation(queued, tasks, user):
 def end():
     def end(run, *, status="finished", success=None, steps=3, tokens=100, seconds=2.0, stopped_by="", answer=""):
         """Mark a queued run as ended the way run_finish would, with its summary."""
-        from runs.launch.models import Run
+        from runs.core.models import Run
 
         now = timezone.now()
         Run.objects.filter(pk=run.pk).update(

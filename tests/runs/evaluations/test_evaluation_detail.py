@@ -8,10 +8,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from runs.core.models import Run
 from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.evaluations.selectors import evaluation_report
 from runs.evaluations.services import EvaluationError, evaluation_runs_measure
-from runs.launch.models import Run
 from tracing.recorder import Recorder
 from tracing.steps import Step
 
@@ -59,7 +59,7 @@ def test_figures_per_strategy_leave_error_runs_out(ended):
 
 def test_cost_per_strategy_and_the_cost_budget_as_a_timeout(auth_client, make_evaluation, end, tasks):
     """A priced model: cost per run at the price table's prices; a run the cost budget ended is a timeout."""
-    from runs.pricing.prices import price_of
+    from runs.core.prices import price_of
 
     evaluation = make_evaluation(strategies=["no_tools", "react_off"], reruns=1, provider="openai",
                                  model_name="gpt-4o-mini", max_cost=Decimal("0.01"))

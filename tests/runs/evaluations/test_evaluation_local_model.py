@@ -7,11 +7,11 @@ import importlib.util
 import pytest
 from django.core.management import call_command
 
+from runs.core.models import Run, Task
 from runs.evaluations.models import EvaluationRun
 from runs.evaluations.selectors import evaluation_report
 from runs.evaluations.services import EvaluationSpec, evaluation_create, evaluation_runs_measure
 from runs.launch import execution
-from runs.launch.models import Run, Task
 from tests.projects import project_of
 from tests.servers import start_local_model, stop
 from tracing.models import Step

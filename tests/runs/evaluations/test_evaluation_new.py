@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from runs.core.models import Policy, Run
 from runs.evaluations.models import Evaluation, EvaluationRun
-from runs.launch.models import Run
-from runs.policies.models import Policy
 
 URL = reverse("evaluations:new")
 
@@ -78,7 +77,7 @@ def test_bad_input_is_a_form_error_and_writes_nothing(auth_client, tasks, queued
 def test_the_cost_budget_reaches_every_run_of_every_strategy(auth_client, tasks, queued, policy, settings):
     from decimal import Decimal
 
-    from runs.launch.llm import config_for
+    from runs.core.endpoints import config_for
 
     settings.OPENAI_BASE_URL = "http://openai.invalid/v1"
     strategies = ["no_tools", "one_retrieval", "fixed_workflow", "react", "react_off"]

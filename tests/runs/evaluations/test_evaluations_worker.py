@@ -8,10 +8,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from runs.core.models import Run, Task
 from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.evaluations.selectors import evaluation_report
 from runs.evaluations.services import EvaluationSpec, evaluation_create
-from runs.launch.models import Run, Task
 from tests.projects import project_of
 from tracing.models import Step
 

@@ -10,10 +10,10 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runs.core.models import Run
 from runs.failures.models import LayerLabel
 from runs.failures.selectors import breakdown
-from runs.launch.analysis import run_analyse
-from runs.launch.models import Run
+from runs.launch.run_analysis import run_analyse
 from tests.projects import team
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord

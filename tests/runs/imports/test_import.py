@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.eval_data import EVAL_DIR, eval_runs
 from tests.projects import project_of
 from tracing.models import Step
@@ -101,8 +101,7 @@ def test_the_command_imports_a_real_source(tmp_path, project):
 def test_loaddemo_is_idempotent_and_seeds_demo_runs_once(db):
     call_command("loaddemo", runs=3, verbosity=0)
     call_command("loaddemo", runs=3, verbosity=0)
-    from runs.launch.models import Document, Task
-    from runs.policies.models import Policy
+    from runs.core.models import Document, Policy, Task
 
     assert Task.objects.count() >= 20 and Document.objects.exists()
     assert Policy.objects.filter(name="default").count() == 1
@@ -131,10 +130,10 @@ def test_an_imported_run_is_judged_against_one_goal_everywhere(user, monkeypatch
     """The import, a later re-analysis and what-if replay an imported run with the
     goal its trajectory gives (task + the environment's opening description),
     as `python -m tracing.detect` does."""
+    from runs.core.models import Run
     from runs.imports import services as imports
-    from runs.launch import analysis
-    from runs.launch.models import Run
-    from runs.whatif import execution
+    from runs.launch import run_analysis as analysis
+    from runs.whatif import sweep_job as execution
     from runs.whatif.services import whatif_create
     from tracing.steps import trajectory_from_dict
 

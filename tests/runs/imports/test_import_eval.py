@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from runs.core.models import Run
 from runs.imports.services import import_lines
-from runs.launch.models import Run
 from runs.reviews.models import ReviewItem
 from tests.eval_data import EVAL_DIR, requires_eval
 from tests.projects import project_of

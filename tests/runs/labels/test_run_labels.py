@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.htmx import hx
 from tests.runs.reviews.test_reviews_helpers import grant_reviewer
 from tracing.labels import MAX_TAGS

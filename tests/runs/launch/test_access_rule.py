@@ -1,4 +1,4 @@
-"""Every view of a run asks runs.launch.access, which narrows runs to the
+"""Every view of a run asks runs.core.access, which narrows runs to the
 current project: a member of another project gets a 404 from each of them
 (the "what if…" fork included, which used to read any run directly)."""
 

@@ -10,10 +10,10 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
 from runs.agent.loop import Outcome
+from runs.core.endpoints import EndpointNotConfigured
+from runs.core.models import Run
 from runs.launch import execution
 from runs.launch.lease import Lease
-from runs.launch.llm import EndpointNotConfigured
-from runs.launch.models import Run
 from runs.launch.tasks import execute_run
 from tracing.models import Step
 from tracing.signals import run_ended

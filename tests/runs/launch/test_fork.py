@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from runs.agent.sim_server import sim_client
+from runs.core.models import Run
 from runs.launch import execution, services
-from runs.launch.models import Run
 from tests.projects import team
 from tracing.models import Step
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from django.db import OperationalError
 
+from runs.core.models import Run
 from runs.launch import lease as lease_module
 from runs.launch.lease import DatabaseGone, Lease, LeaseLost
-from runs.launch.models import Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,8 +79,8 @@ def test_a_lease_is_exclusive_and_ends_with_its_session(make_run):
 def test_the_search_tool_queries_through_the_lease(held, no_sleep):
     """The worker hands its search tool `lease.durable`: a database outage is
     ridden out, not shown to the agent as "Search failed"."""
-    from runs.launch.models import Document
-    from runs.launch.search import PostgresSearch
+    from runs.core.models import Document
+    from runs.launch.agent_corpus import PostgresSearch
 
     Document.objects.create(slug="lumen", title="Lumen Bridge", body="The Lumen Bridge is 1,284 metres long.")
     _, lease = held

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from runs.launch.models import RerunGroup, Run
+from runs.core.models import RerunGroup, Run
 from tests.htmx import hx
 from tests.projects import project_of
 from tracing.recorder import record_step

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from runs.core.endpoints import config_for
+from runs.core.models import Run
 from runs.launch import services
 from runs.launch.execution import run_execute
-from runs.launch.llm import config_for
-from runs.launch.models import Run
 from tests.projects import team
 from tests.runs.agent.test_context_fit import WINDOW, LongPages, WindowServer, client_for
 from tracing.models import Step

@@ -7,8 +7,8 @@ import importlib.util
 import pytest
 from django.core.management import call_command
 
+from runs.core.models import Run, Task
 from runs.launch import execution, services
-from runs.launch.models import Run, Task
 from tests.projects import team
 from tests.servers import start_local_model, stop
 from tracing.models import Step

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from runs.payloads import FOLD_LINES, FOLD_SLACK, INLINE_ARGS_CHARS, args_html, json_payload, markdown_html
+from runs.core.step_payloads import FOLD_LINES, FOLD_SLACK, INLINE_ARGS_CHARS, args_html, json_payload, markdown_html
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
 
@@ -62,7 +62,7 @@ def test_plain_text_takes_the_fast_path_with_the_same_result():
     text = "First line\nsecond line\n\nNew paragraph, 42 dollars."
     import nh3
 
-    from runs.payloads import _md, _plain_paragraphs
+    from runs.core.step_payloads import _md, _plain_paragraphs
 
     assert _plain_paragraphs(text) == nh3.clean(_md.render(text)).strip()
 

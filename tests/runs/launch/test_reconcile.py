@@ -14,8 +14,8 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
+from runs.core.models import Run
 from runs.launch.lease import Lease
-from runs.launch.models import Run
 from runs.launch.reconcile import runs_reconcile
 from runs.launch.tasks import send_run
 

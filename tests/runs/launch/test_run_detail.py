@@ -5,7 +5,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.projects import project_of
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord
@@ -222,7 +222,7 @@ def test_the_break_pattern_and_findings_are_explained_and_jump_to_their_step(aut
                                      "unconfirmed_success", "answered_from_memory", "untested_claim",
                                      "against_conclusion"])
 def test_every_pattern_has_plain_words(pattern):
-    from runs.launch.labels import ANCHOR_LABELS
+    from runs.core.anchor_names import ANCHOR_LABELS
     from tracing.anchoring import FINDINGS, PATTERNS
 
     assert set(ANCHOR_LABELS) == set(PATTERNS) | set(FINDINGS)

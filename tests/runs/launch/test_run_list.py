@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.htmx import hx, more_row_id
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord

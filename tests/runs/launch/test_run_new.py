@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from runs.launch.models import Run, Task
+from runs.core.models import Run, Task
 
 pytestmark = pytest.mark.django_db
 URL = reverse("runs:new")
@@ -127,7 +127,7 @@ def test_with_a_real_dead_broker_the_launch_fails_fast_and_cleans_up(task):
 
     script = (
         "import django; django.setup()\n"
-        "from runs.launch import services\nfrom runs.launch.models import Task\nfrom runs.queue import QueueUnavailable\n"
+        "from runs.launch import services\nfrom runs.core.models import Task\nfrom runs.core.queue import QueueUnavailable\n"
         "from tests.projects import team\n"
         f"t = Task.objects.get(slug={task.slug!r})\n"
         "spec = services.RunSpec(task=t, prompt=t.prompt, provider='sim', model_name='sim', mode='tools',"

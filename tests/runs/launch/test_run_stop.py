@@ -6,10 +6,10 @@ import pytest
 from django.urls import reverse
 from kombu.exceptions import OperationalError
 
+from runs.core.models import Run
 from runs.launch import services
 from runs.launch.execution import StopFlag
 from runs.launch.lease import Lease
-from runs.launch.models import Run
 from runs.launch.tasks import execute_run
 from tests.htmx import hx
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from runs.agent.tools import SearchTool
-from runs.launch.models import Document
-from runs.launch.search import PostgresSearch
+from runs.core.models import Document
+from runs.launch.agent_corpus import PostgresSearch
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from runs.launch.models import Run
+from runs.core.models import Policy, Run
 from runs.launch.selectors import POLICY_OFF, RunFilters, run_history, runs_filtered, trajectory
-from runs.policies.models import Policy
 from tests.projects import team
 from tracing.recorder import record_step
 from tracing.steps import Step as StepRecord

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from tests.htmx import hx
 from tests.projects import project_of
 from tracing.ingest.otlp import Span

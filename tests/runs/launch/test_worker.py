@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from runs.launch.models import Run, Task
+from runs.core.models import Run, Task
 from tests.projects import team
 from tracing.models import Step
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from runs.policies.models import Policy
+from runs.core.models import Policy
 from tests.projects import team
 
 pytestmark = pytest.mark.django_db

@@ -273,7 +273,7 @@ def test_false_kill_figures_per_detector_tier_policy_and_threshold(make_run, use
 
 
 def _run(**fields):
-    from runs.launch.models import Run
+    from runs.core.models import Run
 
     return Run(**{"status": "finished", "success": None, "stopped_by": "", "reason": "", **fields})
 

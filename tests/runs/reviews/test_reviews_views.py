@@ -225,7 +225,7 @@ def test_continue_without_the_watchdog_starts_a_fork_and_polls_it(reviewer_clien
     poll = reverse("reviews:fork_steps", args=[run.pk, 9])
     assert reviewer_client.get(poll, {"after": -1}, headers=HX).status_code == 200  # queued: keep polling
     # The fork ends in error (as a dead endpoint would):
-    from runs.launch.models import Run
+    from runs.core.models import Run
     from tests.runs.reviews.test_reviews_helpers import add_step
 
     add_step(item.fork, 9, "error", "Connection error: the model endpoint refused the connection")
@@ -252,7 +252,7 @@ def test_what_if_forks_from_an_edited_observation(reviewer_client, run, enqueued
     assert page.status_code == 200 and "observation number 2" in page.content.decode()
     response = reviewer_client.post(url, {"text": "It has 640 seats.", "turns": 4, "policy": ""})
     assert response.status_code == 302
-    from runs.launch.models import Run
+    from runs.core.models import Run
 
     fork = Run.objects.get(parent=run)
     assert response["Location"] == fork.get_absolute_url()

@@ -7,7 +7,7 @@ import time
 import pytest
 from django.urls import reverse
 
-from runs.launch.models import Run
+from runs.core.models import Run
 from runs.reviews.models import ForkOutcome, ReviewItem
 from tests.runs.reviews.test_reviews_helpers import grant_reviewer
 

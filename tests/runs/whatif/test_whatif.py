@@ -4,14 +4,13 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from runs.launch.models import Run
-from runs.policies.models import Policy
+from runs.core.models import Policy, Run
 from runs.policies.services import builtin_policies_load
 from runs.reviews.models import ReviewItem
-from runs.whatif import replay as whatif
-from runs.whatif.execution import whatif_execute
+from runs.whatif import sweep as whatif
 from runs.whatif.models import WhatIfJob
 from runs.whatif.services import whatif_create
+from runs.whatif.sweep_job import whatif_execute
 from tests.eval_data import eval_runs
 from tests.projects import project_of, team
 from tracing.steps import Step

@@ -14,9 +14,8 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from runs.launch.models import Run
+from runs.core.models import Policy, Run
 from runs.launch.selectors import run_history
-from runs.policies.models import Policy
 from tracing.analysis import analyse
 from tracing.anchoring import AnchorReport
 from tracing.attribution import attribute

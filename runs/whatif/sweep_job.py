@@ -10,10 +10,10 @@ from django.db import connection, transaction
 from django.db.models import QuerySet, TextField
 from django.db.models.functions import MD5, Cast
 
-from runs.launch.models import Run, run_goal
+from runs.core.models import Run, run_goal
 from runs.whatif.models import WhatIfJob
-from runs.whatif.replay import evaluate, group_steps
 from runs.whatif.selectors import snapshot_runs
+from runs.whatif.sweep import evaluate, group_steps
 from tracing.watchdog import Policy as WatchdogPolicy
 
 # Rows fetched per round trip while streaming steps out of Postgres.

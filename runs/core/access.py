@@ -30,8 +30,7 @@ from django.shortcuts import get_object_or_404
 
 from agentlab.projects import current
 from agentlab.projects.models import Membership, Project, Role
-from runs.launch.models import RerunGroup, Run, RunQuerySet, Task
-from runs.policies.models import Policy, PolicyQuerySet
+from runs.core.models import Policy, PolicyQuerySet, RerunGroup, Run, RunQuerySet, Task
 
 
 def membership(request: HttpRequest) -> Membership | None:

@@ -1,4 +1,6 @@
-"""Tasks, the search corpus, rerun groups and runs: what a run is and what it ran on."""
+"""The models every feature reads: watchdog policies, tasks, the search corpus,
+rerun groups and runs (what a run is and what it ran on), and the sandbox the
+demo's writing tool writes to. They keep the `runs` app label and their tables."""
 
 from __future__ import annotations
 
@@ -13,10 +15,48 @@ from django.utils.functional import cached_property
 
 from agentlab.projects.models import Project
 from runs.agent.loop import Price
-from runs.policies.models import Policy
-from runs.pricing.prices import price_of
+from runs.core.prices import price_of
 from tracing.normalize import search_tokens
 from tracing.steps import Trajectory
+from tracing.watchdog import Policy as WatchdogPolicy
+
+
+class PolicyQuerySet(models.QuerySet):
+    def for_project(self, project_id: int | None) -> PolicyQuerySet:
+        return self.filter(project_id=project_id)
+
+    def latest_versions(self) -> PolicyQuerySet:
+        return self.order_by("name", "-version").distinct("name")
+
+
+class Policy(models.Model):
+    """A named, versioned watchdog policy. Editing saves a new version, so a run
+    always points at the exact thresholds it ran under."""
+
+    # Each project has its own policies (and its own `default`).
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="policies")
+    name = models.SlugField(max_length=80)
+    version = models.PositiveIntegerField(default=1)
+    description = models.CharField(max_length=300, blank=True)
+    # tracing.watchdog.Policy.to_dict() without name/version: thresholds,
+    # windows, ladder, enabled, use_complexity.
+    config = models.JSONField(default=dict)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PolicyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [models.UniqueConstraint(fields=["project", "name", "version"], name="policy_name_version_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    def as_policy(self):
+        return WatchdogPolicy.from_dict(
+            {**self.config, "name": self.name, "version": self.version, "description": self.description}
+        )
 
 
 class TaskQuerySet(models.QuerySet):
@@ -114,7 +154,7 @@ class RerunGroup(models.Model):
 
 class RunQuerySet(models.QuerySet):
     def for_project(self, project_id: int | None) -> RunQuerySet:
-        # Who may see which project is decided in runs.launch.access, the one
+        # Who may see which project is decided in runs.core.access, the one
         # gate the views ask; this only narrows.
         return self.filter(project_id=project_id) if project_id is not None else self.none()
 
@@ -320,3 +360,14 @@ class Run(models.Model):
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()
         return None
+
+
+class SandboxMessage(models.Model):
+    """What the demo's `send_message` tool sends: a table, not a real outbox."""
+
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="+")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"message {self.pk} of run {self.run_id}"

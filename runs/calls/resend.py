@@ -16,9 +16,9 @@ from typing import Any
 
 import openai
 
-from runs.launch.llm import EndpointNotConfigured, endpoint_for
-from runs.launch.models import Run
-from runs.pricing.prices import PriceTable
+from runs.core.endpoints import EndpointNotConfigured, endpoint_for
+from runs.core.models import Run
+from runs.core.prices import PriceTable
 
 # A replay waits at most this long for the model (the page is waiting too).
 REPLAY_TIMEOUT_S = 30.0
@@ -62,7 +62,7 @@ def call_replay(*, provider: str, model_name: str, api: str, messages: list[dict
             response = client.completions.create(prompt=prompt, **common)
         else:
             if api == "completions":
-                # Hosted chat models take text mode through chat completions (runs.launch.llm).
+                # Hosted chat models take text mode through chat completions (runs.core.endpoints).
                 messages = [{"role": "user", "content": "".join(str(m.get("content", "")) for m in messages)}]
             if tools and api == "chat":
                 common["tools"] = tools

@@ -9,8 +9,8 @@ import openai
 from django.conf import settings
 
 from runs.agent.loop import AgentConfig, Budget
-from runs.launch.models import Run
-from runs.pricing.prices import price_of
+from runs.core.models import Run
+from runs.core.prices import price_of
 
 
 class EndpointNotConfigured(Exception):

@@ -1,4 +1,5 @@
-"""Cost of tokens: the price table read once per request, matched by prefix.
+"""Cost of tokens: one price row per model-name prefix (ModelPrice), the price
+table read once per request, matched by prefix.
 
 Cost is computed from the stored token counts at today's prices, not frozen at
 record time: editing a price re-prices history, which is what a user fixing a
@@ -10,8 +11,35 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.db.models import Q
+
 from runs.agent.loop import Price
-from runs.pricing.models import ModelPrice
+
+
+class ModelPrice(models.Model):
+    """Prices per million tokens (USD) for the models whose name starts with
+    `prefix`; the longest matching prefix wins ("gpt-4o-mini" over "gpt-4o")."""
+
+    prefix = models.CharField(max_length=120, unique=True,
+                              help_text="model names starting with this (case-insensitive) get these prices")
+    prompt_per_m = models.DecimalField(max_digits=12, decimal_places=4, validators=[MinValueValidator(0)],
+                                       verbose_name="prompt $ / 1M tokens")
+    completion_per_m = models.DecimalField(max_digits=12, decimal_places=4, validators=[MinValueValidator(0)],
+                                           verbose_name="completion $ / 1M tokens")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["prefix"]
+        constraints = [
+            models.CheckConstraint(condition=Q(prompt_per_m__gte=0) & Q(completion_per_m__gte=0),
+                                   name="model_price_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return self.prefix
+
 
 # Providers whose tokens cost nothing: the simulated model and the local one.
 FREE_PROVIDERS = frozenset({"sim", "local"})
