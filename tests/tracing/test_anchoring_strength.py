@@ -128,3 +128,51 @@ def test_a_heading_or_status_line_is_form_not_a_claim():
     named = Run(); named.steps = list(base.steps)
     named.thought("Haiyan Zhejiang.")
     assert _report(named, promoted=frozenset(["unsupported_claim"])).first_break == 2
+
+
+# --- grounding from the run's own forms (tracing.anchoring.evidence) ---------
+
+from tracing.anchoring.evidence import Evidence, defined_names  # noqa: E402
+from tracing.anchoring.salience import extract  # noqa: E402
+
+
+def _evidence(*texts: str) -> Evidence:
+    ev = Evidence()
+    for text in texts:
+        ev.add(extract(text), text)
+    return ev
+
+
+def test_a_reference_in_another_form_is_the_same_reference():
+    ev = _evidence('{"resourceType": "Patient", "id": "Patient/8123"}', "order #W2890441")
+    assert ev.number_supported("8123") and ev.number_supported("2890441")
+    assert not ev.number_supported("2890442")
+    assert not _evidence("order #W28").number_supported("28")  # a short tail is a count, not a reference
+
+
+def test_a_date_inside_a_timestamp_backs_the_date_and_its_parts():
+    ev = _evidence('{"issued": "2024-05-17T10:00:00+00:00"}')
+    assert ev.date_supported("2024-05-17") and ev.date_supported("05-17")
+    assert ev.number_supported("17") and ev.number_supported("2024")
+    assert ev.date_supported("2024-05-24")  # a week later: a stated step
+    assert not ev.date_supported("2024-05-29")
+
+
+def test_an_age_from_two_years_read_is_derived_not_invented():
+    ev = _evidence("born 1979-03-02", "today is 2024-05-17")
+    assert ev.number_supported("45") and ev.number_supported("44")
+    assert not ev.number_supported("52")
+
+
+def test_codes_and_their_names_are_common_knowledge_both_ways():
+    assert _evidence("Total: 45.20 USD").entity_supported(("us", "dollars"))
+    assert _evidence("ships to Germany").word_supported("de")
+    assert not _evidence("ships to Germany").word_supported("france")
+
+
+def test_a_name_the_agent_defines_is_its_own():
+    assert defined_names("so arr_h is 11 and total_cost = 45") == {"arr_h", "total_cost"}
+    assert defined_names("The poker_player table has 5 rows") == set()
+    run = (Run().command("Search[train times]", tool="Search").result("Search", "The train leaves at 9 and arrives at 11.")
+           .thought("So arr_h is 11, two hours after the departure."))
+    assert _report(run, promoted=frozenset(["unsupported_claim"])).first_break is None

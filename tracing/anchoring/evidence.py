@@ -20,9 +20,11 @@ Beyond exact matches, a claim is grounded when it is
 from __future__ import annotations
 
 import re
+from datetime import date
 from collections import deque
 from itertools import islice
 
+from tracing.anchoring.common_knowledge import same_as
 from tracing.anchoring.salience import ZH_COMMON, Salient
 
 # Unit conversions an agent computes with but no page states (minutes in an
@@ -73,7 +75,18 @@ WHOLE_RATIO_SLACK = 0.05
 
 # A code is 2 to 5 capital letters ("ATL", "PHL", "NYSE"); longer caps are words.
 _CODE_RE = re.compile(r"\b[A-Z]{2,5}\b")
-_ISO_DATE_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+# "2024-05-17", and the date inside a timestamp ("2024-05-17T10:00:00Z").
+_ISO_DATE_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?!\d)")
+# Days a stated computation moves a date by: the next day, a week, a fortnight,
+# a month, a year ("a week after 2024-05-17").
+DATE_OFFSETS_DAYS = frozenset([1, 2, 3, 7, 14, 28, 30, 31, 60, 90, 365, 366])
+# Years between which an agent works out an age or a span ("born 1979 … 45").
+YEAR_SPAN = (1800, 2100)
+MAX_AGE = 130
+# An identifier's digits alone name it ("W2890441" and "2890441", "Patient/8123"
+# and "8123") once they are this long: shorter tails are counts and codes.
+ID_TAIL_MIN_DIGITS = 4
+_ID_TAIL_RE = re.compile(r"^[a-z#/_-]*[a-z][a-z#/_-]*(\d{%d,})$" % ID_TAIL_MIN_DIGITS)
 _MONTHS = {
     m: i
     for i, names in enumerate(
@@ -101,6 +114,20 @@ def dates_in(text: str) -> set[str]:
         if year:
             out.add(f"{year}-{key}")
     return out
+
+
+# A name the agent defines in the text that uses it: "so arr_h is 11",
+# "total_cost = 45", "let n be 3". Its own definition, not a claim about the world.
+_DEFINED_RE = re.compile(
+    r"\b(?:let\s+)?([A-Za-z_][\w]*(?:_\w+)+|[a-z]\w*\d\w*)\s*(?::?=|\bis\b|\bbe\b|\bequals\b)\s*[-+\d(\"'\[{]"
+)
+
+
+def defined_names(text: str) -> set[str]:
+    """Identifiers ``text`` assigns a value to, lower-cased."""
+    if "=" not in text and " is " not in text and " be " not in text and "equals" not in text:
+        return set()
+    return {m.group(1).lower() for m in _DEFINED_RE.finditer(text[:20_000])}
 
 
 def _as_float(number: str) -> float | None:
@@ -148,11 +175,25 @@ class Evidence:
             if value is not None:
                 self._recent.append(value)
                 self._decimal_pool.append(value)
+        # A reference in another form is the same reference: the digits of
+        # "W2890441" back a later "2890441".
+        self.numbers.update(m.group(1) for i in sal.ids if (m := _ID_TAIL_RE.match(i)))
+        # Common knowledge: "USD" backs "US dollars", "Germany" backs "DE".
+        known = same_as(sal.words, sal.pairs)
+        if known:
+            self.words.update(w for name in known for w in name.split())
+            self.pairs.update(name for name in known if " " in name)
         if text:
             head = text[:20_000]
             if "-" in head or any(m in head.lower() for m in ("jan", "feb", "mar", "apr", "may", "jun", "jul",
                                                                "aug", "sep", "oct", "nov", "dec")):
-                self.dates |= dates_in(head)
+                found = dates_in(head)
+                self.dates |= found
+                # The parts of a date are numbers read: "2024-05-17" backs "May 17" and "2024".
+                for key in found:
+                    if len(key) == 10:
+                        self.numbers.update((key[:4], str(int(key[8:]))))
+                        self._recent.append(float(key[:4]))
             self.codes.update(m.lower() for m in _CODE_RE.findall(head))
 
     def add_data(self, data: object) -> None:
@@ -185,6 +226,8 @@ class Evidence:
             return True
         own_set = set(own)
         integer = "." not in written
+        if integer and 0 < value <= MAX_AGE and self._span_of_years(value, pool):
+            return True
         for i, a in enumerate(pool):
             for b in pool[i + 1 :]:
                 # Sums and differences only of real quantities: with a small
@@ -207,6 +250,13 @@ class Evidence:
                 if a and (_ratio_matches(b / a, written) or _matches(100 * b / a, written)):
                     return True
         return False
+
+    @staticmethod
+    def _span_of_years(value: float, pool: list[float]) -> bool:
+        """An age or a span: the difference of two years read (born 1979, in
+        2024: 45, or 44 before the birthday)."""
+        years = {v for v in pool if v.is_integer() and YEAR_SPAN[0] <= v <= YEAR_SPAN[1]}
+        return any(a - b in (value, value + 1) for a in years for b in years if a > b)
 
     def _sum_or_difference(self, value: float, written: str) -> bool:
         """value = a + b or |a - b| over the latest results' numbers, in O(n)."""
@@ -279,7 +329,25 @@ class Evidence:
         return any(b in self.words or b in ZH_COMMON for b in bigrams)
 
     def date_supported(self, key: str) -> bool:
-        return key in self.dates or (len(key) == 10 and key[5:] in self.dates)
+        if key in self.dates or (len(key) == 10 and key[5:] in self.dates):
+            return True
+        return len(key) == 10 and self._date_moved(key)
+
+    def _date_moved(self, key: str) -> bool:
+        """A date a stated step away from a date read: a week later, the next day."""
+        try:
+            day = date.fromisoformat(key)
+        except ValueError:
+            return False
+        for known in self.dates:
+            if len(known) != 10:
+                continue
+            try:
+                if abs((day - date.fromisoformat(known)).days) in DATE_OFFSETS_DAYS:
+                    return True
+            except ValueError:
+                continue
+        return False
 
 
 # At most this many of a statement's own numbers are tried as parts of a sum

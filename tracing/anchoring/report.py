@@ -59,6 +59,7 @@ from tracing.anchoring.evidence import (  # noqa: F401 -- thresholds re-exported
     STEM_CHARS,
     Evidence,
     dates_in,
+    defined_names,
 )
 from tracing.anchoring.execution import (
     claims_output,
@@ -358,7 +359,10 @@ def _unsupported_units(
             continue
         if not evidence.number_supported(number, statement_numbers or sal.numbers):
             missing.append(number)
+    defined = defined_names(text) if text else set()
     for ident in sorted(sal.ids):
+        if ident in defined:
+            continue  # the agent's own name for a value ("so arr_h is 11")
         if not evidence.id_supported(ident) or (ident in sal.instances and not evidence.instance_supported(ident)):
             missing.append(ident)
     if text and "-" in text:
@@ -1848,7 +1852,8 @@ class _Pass:
             if _CALL_SYNTAX_RE.search(sentence) or _ASSIGNMENT_RE.search(sentence):
                 continue  # code the agent writes out: it names what it defines
             # Sorted, not in set order: the reason names the first three.
-            ids = [i for i in sorted(extract(sentence).ids) if _IDENTIFIER_LIKE_RE.match(i)]
+            defined = defined_names(sentence)  # the agent's own name for a value ("so arr_h is 11")
+            ids = [i for i in sorted(extract(sentence).ids) if _IDENTIFIER_LIKE_RE.match(i) and i not in defined]
             missing = [i for i in ids if not self.evidence.id_supported(i)]
             plan = PLAN_RE.match(_LIST_MARK_RE.sub("", sentence.strip()))
             if not plan and self.seen_observation and not _WONDER_RE.search(sentence):
