@@ -49,7 +49,7 @@ CODE_ROOT = setup_code_path()
 
 import corruptions as C  # noqa: E402
 
-from tracing.anchoring import anchor_report  # noqa: E402
+from tracing.anchoring import anchor_report, is_failure  # noqa: E402
 from tracing.steps import Step, Trajectory, read_jsonl  # noqa: E402
 
 EVAL_DIR = eval_dir()
@@ -65,6 +65,35 @@ def report(steps: list[Step], traj: Trajectory, similarity: Any = None) -> Any:
     if similarity is None:
         return anchor_report(steps, task=traj.goal, context=traj.context)
     return anchor_report(steps, task=traj.goal, context=traj.context, similarity=similarity)
+
+
+def located(rep: Any) -> int | None:
+    """Where the detector points a reviewer: the shown (strong) break, or the
+    first finding when nothing is shown (issue 26: localisation is scored on
+    the break, or on the first finding where a run has no break)."""
+    return rep.first_break if rep.first_break is not None else rep.first_finding
+
+
+def lift(hits_bad: int, n_bad: int, hits_ok: int, n_ok: int) -> str:
+    """Break rate on failed runs over the rate on succeeded runs."""
+    if not n_bad or not n_ok:
+        return "-"
+    if not hits_ok:
+        return "inf" if hits_bad else "-"
+    return f"{(hits_bad / n_bad) / (hits_ok / n_ok):.1f}"
+
+
+def naive_break(steps: list[Step]) -> int | None:
+    """The naive baseline: the first agent step right after a result that
+    failed (an error, an empty result, "Nothing happens.") — "it carried on
+    after a failure", which is what a reader scanning for red results finds."""
+    failed = False
+    for step in sorted(steps, key=lambda s: s.index):
+        if step.kind == "observation":
+            failed = is_failure(step)
+        elif failed and step.kind in ("thought", "action", "final"):
+            return step.index
+    return None
 
 
 def load(sources: list[str] | None = None) -> dict[str, list[Trajectory]]:
@@ -126,10 +155,10 @@ def evaluate(
     cases: list[Case], similarity: Any = None, dump: list[dict[str, Any]] | None = None
 ) -> dict[tuple[str, str], list[int]]:
     """(source, kind) -> [n, exact, within 1, missed]; with ``dump``, one row per case appended to it."""
-    results: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    results: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
     for case in cases:
         rep = report(case.steps, case.run.traj, similarity)
-        got = rep.first_break
+        got = located(rep)
         if dump is not None:
             dump.append(case_row(case, rep))
         row = results[(case.source, case.kind)]
@@ -137,6 +166,7 @@ def evaluate(
         row[1] += got == case.expected
         row[2] += got is not None and abs(got - case.expected) <= 1
         row[3] += got is None
+        row[4] += naive_break(case.steps) == case.expected
     return results
 
 
@@ -145,7 +175,7 @@ def case_row(case: Case, rep: Any) -> dict[str, Any]:
     tells a different corruption (the case maker) from a different verdict on
     the same corrupted run (the detector)."""
     text = json.dumps([[s.index, s.kind, s.tool, s.text, s.args] for s in case.steps], sort_keys=True, default=str)
-    first = next((b for b in rep.breaks if b.step == rep.first_break), None)
+    first = next((b for b in rep.breaks if b.step == located(rep)), None)
     return {
         "source": case.source,
         "run_id": case.run.traj.run_id,
@@ -153,7 +183,7 @@ def case_row(case: Case, rep: Any) -> dict[str, Any]:
         "expected": case.expected,
         "note": case.note,
         "steps_sha1": hashlib.sha1(text.encode("utf-8")).hexdigest(),
-        "got": rep.first_break,
+        "got": located(rep),
         "pattern": first.pattern if first is not None else None,
         "reason": rep.reason,
     }
@@ -162,50 +192,51 @@ def case_row(case: Case, rep: Any) -> dict[str, Any]:
 def print_localisation(results: dict[tuple[str, str], list[int]], eligible: dict[tuple[str, str], int]) -> None:
     print("\n== localisation of corrupted steps (first break vs the corrupted step)")
     print("   fits = runs where the kind applies anywhere; n = cases placed before the clean run's first break")
-    print(f"{'source':20} {'corruption':22} {'fits':>5} {'n':>5} {'exact':>17} {'within 1':>17} {'missed':>17}")
-    by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    by_source: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    print(f"{'source':20} {'corruption':22} {'fits':>5} {'n':>5} {'exact':>17} {'within 1':>17} {'missed':>17} "
+          f"{'naive exact':>17}")
+    by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    by_source: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
     fits_kind: dict[str, int] = defaultdict(int)
     fits_source: dict[str, int] = defaultdict(int)
     sources = sorted({s for s, _ in eligible})
     for source in sources:
         for kind in C.KINDS:
             fits = eligible.get((source, kind), 0)
-            row = results.get((source, kind), [0, 0, 0, 0])
+            row = results.get((source, kind), [0, 0, 0, 0, 0])
             fits_kind[kind] += fits
             fits_source[source] += fits
             for agg in (by_kind[kind], by_source[source]):
-                for i in range(4):
+                for i in range(5):
                     agg[i] += row[i]
             if not fits and not row[0]:
                 continue
             print(
                 f"{source:20} {kind:22} {fits:5} {row[0]:5} {pct(row[1], row[0]):>17} {pct(row[2], row[0]):>17} "
-                f"{pct(row[3], row[0]):>17}"
+                f"{pct(row[3], row[0]):>17} {pct(row[4], row[0]):>17}"
             )
     target = f"target exact >= {TARGET_EXACT:.0%}"
     print(f"\n-- per corruption type ({target})")
-    print(f"{'corruption':22} {'fits':>5} {'n':>5} {'exact':>17} {'within 1':>17} {'missed':>17}")
+    print(f"{'corruption':22} {'fits':>5} {'n':>5} {'exact':>17} {'within 1':>17} {'missed':>17} {'naive exact':>17}")
     for kind in C.KINDS:
         row = by_kind[kind]
         ok = row[0] > 0 and row[1] / row[0] >= TARGET_EXACT
         print(
             f"{kind:22} {fits_kind[kind]:5} {row[0]:5} {pct(row[1], row[0]):>17} {pct(row[2], row[0]):>17} "
-            f"{pct(row[3], row[0]):>17}  {mark(ok) if row[0] else 'no cases'}"
+            f"{pct(row[3], row[0]):>17} {pct(row[4], row[0]):>17}  {mark(ok) if row[0] else 'no cases'}"
         )
     print(f"-- per source ({target})")
-    print(f"{'source':22} {'fits':>5} {'n':>5} {'exact':>17} {'within 1':>17} {'missed':>17}")
+    print(f"{'source':22} {'fits':>5} {'n':>5} {'exact':>17} {'within 1':>17} {'missed':>17} {'naive exact':>17}")
     for source in sources:
         row = by_source[source]
         ok = row[0] > 0 and row[1] / row[0] >= TARGET_EXACT
         print(
             f"{source:22} {fits_source[source]:5} {row[0]:5} {pct(row[1], row[0]):>17} {pct(row[2], row[0]):>17} "
-            f"{pct(row[3], row[0]):>17}  {mark(ok) if row[0] else 'no cases'}"
+            f"{pct(row[3], row[0]):>17} {pct(row[4], row[0]):>17}  {mark(ok) if row[0] else 'no cases'}"
         )
-    total = [sum(r[i] for r in by_kind.values()) for i in range(4)]
+    total = [sum(r[i] for r in by_kind.values()) for i in range(5)]
     print(
         f"{'overall':22} {sum(fits_kind.values()):5} {total[0]:5} {pct(total[1], total[0]):>17} "
-        f"{pct(total[2], total[0]):>17} {pct(total[3], total[0]):>17}"
+        f"{pct(total[2], total[0]):>17} {pct(total[3], total[0]):>17} {pct(total[4], total[0]):>17}"
     )
 
 
@@ -254,7 +285,7 @@ def compare_scorers(runs: dict[str, list[C.Run]], seed: int, limit: int) -> None
         print(f"\n== semantic comparison skipped: anchor_report takes no similarity ({exc})")
         return
     subset = {s: rs[:limit] for s, rs in runs.items()}
-    clean_first = {s: [report(r.steps, r.traj).first_break for r in rs] for s, rs in subset.items()}
+    clean_first = {s: [located(report(r.steps, r.traj)) for r in rs] for s, rs in subset.items()}
     cases, _ = make_cases(subset, clean_first, seed)
     print(f"\n== lexical vs semantic scorer, first {limit} runs per source ({len(cases)} corrupted cases)")
     print(f"{'scorer':10} {'exact':>18} {'within 1':>18} {'clean succeeded: breaks':>26} {'time':>8}")
@@ -301,11 +332,21 @@ def print_fresh_seeds(runs: dict[str, list[C.Run]], clean_first: dict[str, list[
         cases, _ = make_cases(runs, clean_first, seed)
         per_seed[seed] = evaluate(cases)
     print(f"\n== exact localisation per kind on fresh draws (seeds {', '.join(map(str, seeds))})")
-    print(f"{'corruption':22} " + " ".join(f"{'seed ' + str(seed):>19}" for seed in seeds) + f" {'pooled':>19}")
+    print(f"{'corruption':22} " + " ".join(f"{'seed ' + str(seed):>19}" for seed in seeds) + f" {'pooled':>19}"
+          f" {'naive, pooled':>19}")
     for kind in C.KINDS:
-        rows = [[sum(r[i] for (_, k), r in per_seed[seed].items() if k == kind) for i in range(2)] for seed in seeds]
-        pooled = [sum(r[0] for r in rows), sum(r[1] for r in rows)]
-        print(f"{kind:22} " + " ".join(f"{pct(r[1], r[0]):>19}" for r in rows) + f" {pct(pooled[1], pooled[0]):>19}")
+        rows = [[sum(r[i] for (_, k), r in per_seed[seed].items() if k == kind) for i in (0, 1, 4)] for seed in seeds]
+        pooled = [sum(r[0] for r in rows), sum(r[1] for r in rows), sum(r[2] for r in rows)]
+        print(f"{kind:22} " + " ".join(f"{pct(r[1], r[0]):>19}" for r in rows) + f" {pct(pooled[1], pooled[0]):>19}"
+              f" {pct(pooled[2], pooled[0]):>19}")
+    by_source: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for seed in seeds:
+        for (source, _), r in per_seed[seed].items():
+            for i, j in ((0, 0), (1, 1), (2, 4)):
+                by_source[source][i] += r[j]
+    print(f"{'per source, pooled':22} {'n':>6} {'exact':>19} {'naive exact':>19}")
+    for source, (n, exact, naive) in sorted(by_source.items()):
+        print(f"{source:22} {n:6} {pct(exact, n):>19} {pct(naive, n):>19}  {mark(n > 0 and exact / n >= TARGET_EXACT)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -353,19 +394,24 @@ def main(argv: list[str] | None = None) -> int:
     n_steps = sum(len(r.steps) for v in runs.values() for r in v)
 
     print(f"\n== breaks reported on uncorrupted runs (target: succeeded <= {TARGET_SUCCEEDED_BREAKS:.0%} per source)")
-    print(f"{'source':20} {'succeeded runs':>18} {'':7} {'failed runs':>18} {'all runs':>18}")
+    print("   lift = break rate on failed runs / on succeeded runs; naive = the first step after a failed result")
+    print(f"{'source':20} {'succeeded runs':>18} {'':7} {'failed runs':>18} {'lift':>6} "
+          f"{'naive: succeeded':>18} {'failed':>18} {'lift':>6}")
     for source, rs in runs.items():
-        ok = [rep for r, rep in zip(rs, clean[source], strict=True) if r.traj.success]
-        bad = [rep for r, rep in zip(rs, clean[source], strict=True) if not r.traj.success]
-        hits_ok = sum(rep.first_break is not None for rep in ok)
-        hits_bad = sum(rep.first_break is not None for rep in bad)
+        ok = [(r, rep) for r, rep in zip(rs, clean[source], strict=True) if r.traj.success]
+        bad = [(r, rep) for r, rep in zip(rs, clean[source], strict=True) if r.traj.success is False]
+        hits_ok = sum(rep.first_break is not None for _, rep in ok)
+        hits_bad = sum(rep.first_break is not None for _, rep in bad)
+        naive_ok = sum(naive_break(r.steps) is not None for r, _ in ok)
+        naive_bad = sum(naive_break(r.steps) is not None for r, _ in bad)
         met = not ok or hits_ok / len(ok) <= TARGET_SUCCEEDED_BREAKS
         print(
             f"{source:20} {pct(hits_ok, len(ok)):>18} {mark(met):7} {pct(hits_bad, len(bad)):>18} "
-            f"{pct(hits_ok + hits_bad, len(rs)):>18}"
+            f"{lift(hits_bad, len(bad), hits_ok, len(ok)):>6} {pct(naive_ok, len(ok)):>18} "
+            f"{pct(naive_bad, len(bad)):>18} {lift(naive_bad, len(bad), naive_ok, len(ok)):>6}"
         )
 
-    clean_first = {s: [rep.first_break for rep in reps] for s, reps in clean.items()}
+    clean_first = {s: [located(rep) for rep in reps] for s, reps in clean.items()}
     t0 = time.perf_counter()
     cases, eligible = make_cases(runs, clean_first, args.seed)
     made = time.perf_counter() - t0

@@ -118,14 +118,16 @@ def test_a_bare_get_obtains_so_a_failed_call_retried_after_it_is_not_asked_again
 def test_a_heading_or_status_line_is_form_not_a_claim():
     base = Run().command("inventory").result("inventory", "Inventory: [oak planks] (4)")
     assert _report(Run(), promoted=frozenset(["unsupported_claim"])).first_finding is None
-    run = Run(); run.steps = list(base.steps)
+    run = Run()
+    run.steps = list(base.steps)
     run.thought("Task Completed!")
     assert _report(run, promoted=frozenset(["unsupported_claim"])).first_break is None
     calls = (Run().call("get_order", {"order_id": "W1"}).result("get_order", {"status": "shipped"})
              .reply("## Order Summary\nYour order W1 has shipped."))
     assert _report(calls, promoted=frozenset(["unsupported_claim"])).first_break is None
     # A bare name is an answer, not a heading: still judged.
-    named = Run(); named.steps = list(base.steps)
+    named = Run()
+    named.steps = list(base.steps)
     named.thought("Haiyan Zhejiang.")
     assert _report(named, promoted=frozenset(["unsupported_claim"])).first_break == 2
 

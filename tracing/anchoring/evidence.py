@@ -20,8 +20,8 @@ Beyond exact matches, a claim is grounded when it is
 from __future__ import annotations
 
 import re
-from datetime import date
 from collections import deque
+from datetime import date
 from itertools import islice
 
 from tracing.anchoring.common_knowledge import same_as
@@ -86,7 +86,7 @@ MAX_AGE = 130
 # An identifier's digits alone name it ("W2890441" and "2890441", "Patient/8123"
 # and "8123") once they are this long: shorter tails are counts and codes.
 ID_TAIL_MIN_DIGITS = 4
-_ID_TAIL_RE = re.compile(r"^[a-z#/_-]*[a-z][a-z#/_-]*(\d{%d,})$" % ID_TAIL_MIN_DIGITS)
+_ID_TAIL_RE = re.compile(rf"^[a-z#/_-]*[a-z][a-z#/_-]*(\d{{{ID_TAIL_MIN_DIGITS},}})$")
 _MONTHS = {
     m: i
     for i, names in enumerate(

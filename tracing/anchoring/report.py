@@ -477,7 +477,7 @@ def _not_a_claim(sentence: str) -> bool:
 # Completed!", "Next Steps:"). A bare "Wang Guowei." is an answer, not a heading.
 HEADING_MAX_WORDS = 5
 _HEADING_RE = re.compile(
-    r"^(?:#{1,6}\s+.{1,80}|(?:[A-Z][\w'’-]*\s+){1,%d}[A-Z][\w'’-]*\s*[!:])$" % (HEADING_MAX_WORDS - 1)
+    rf"^(?:#{{1,6}}\s+.{{1,80}}|(?:[A-Z][\w'’-]*\s+){{1,{HEADING_MAX_WORDS - 1}}}[A-Z][\w'’-]*\s*[!:])$"
 )
 
 
