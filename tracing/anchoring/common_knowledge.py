@@ -33,6 +33,8 @@ UNITS = {
     "s": ("second", "seconds"), "sec": ("second", "seconds"), "gb": ("gigabyte", "gigabytes"), "mb": ("megabyte", "megabytes"),
     "tb": ("terabyte", "terabytes"), "mph": ("miles per hour",), "kmh": ("kilometers per hour",),
 }
+# Sizes are written as words or letters ("a medium helmet" is size "M").
+SIZE_LETTERS = {"small": "s", "medium": "m", "large": "l", "extra large": "xl", "x-large": "xl"}
 
 # Name (lower case, as written) -> the words of every name of the same thing
 # and its code, both ways.

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracing.anchoring.common_knowledge import SIZE_LETTERS
+
 MAX_RECORDS_PER_RESULT = 200
 # Ids taken from one argument list of a write ("item_ids"): a bulk call names
 # no one record its report describes.
@@ -51,8 +53,6 @@ _NEGATED_FLAG_RE = r"\b(?:not|non|no|without|isn't|aren't|is not)[\s-]+{word}\b|
 # Option values too short to name a record alone ("4K", "S", "XL") still
 # describe one among the records a longer value named: written as a token of
 # their own, in capitals when they are letters only ("it's" holds no size S).
-# Sizes are written as words or letters ("a medium helmet" is size "M").
-_SIZE_LETTERS = {"small": "s", "medium": "m", "large": "l", "extra large": "xl", "x-large": "xl"}
 _SHORT_VALUE_RE = re.compile(r"(?<![\w'’])(\w{1,2})(?![\w'’])")
 # Field names that hold a card's last digits ("last_four", "account_number_last_4").
 _LAST_FOUR_RE = re.compile(r"last_?(?:four|4)", re.I)
@@ -103,7 +103,7 @@ class Record:
             for name, vals in (*self.fields.items(), *self.inherited.items()):
                 word = name.rpartition(".")[2].lower()
                 if word == "size":
-                    out.update(w for w, letter in _SIZE_LETTERS.items() if letter in vals)
+                    out.update(w for w, letter in SIZE_LETTERS.items() if letter in vals)
                 if len(vals) == 1 and _FLAG_WORD_RE.fullmatch(word) and (flag := _FLAGS.get(next(iter(vals)))):
                     out.add(f"{word}={flag}")
             self._described = out
@@ -351,7 +351,7 @@ def _described_terms(text: str, records: list[Record]) -> set[str]:
                 token.isalpha() and token.isupper() and token not in ("I", "A")):
             out.add(token.lower())
     low = text.lower()
-    out.update(letter for word, letter in _SIZE_LETTERS.items() if re.search(rf"\b{word}\b", low))
+    out.update(letter for word, letter in SIZE_LETTERS.items() if re.search(rf"\b{word}\b", low))
     words = {t.partition("=")[0] for rec in records for t in rec.described_by() if "=" in t}
     for word in words:
         if re.search(rf"\b{word}\b", low):
@@ -878,7 +878,7 @@ class RecordIndex:
                 named |= self.past.get((rec.kind, rec.ident, name), set())
         for value in sorted(terms):
             owners = self.owners.get(value)
-            if not owners or value in named or _SIZE_LETTERS.get(value) in named or _negated_value(value, sentence) or any(
+            if not owners or value in named or SIZE_LETTERS.get(value) in named or _negated_value(value, sentence) or any(
                 kind == rec.kind and ident == rec.ident for rec in mentioned for kind, ident, _ in owners
             ):
                 continue
