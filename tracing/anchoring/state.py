@@ -30,14 +30,7 @@ from tracing.anchoring.common import (
 )
 from tracing.anchoring.evidence import Evidence
 from tracing.anchoring.execution import name_seen
-from tracing.anchoring.phrases import (
-    ACK_FAILURE_RE,
-    COMPLETION_RE,
-    FLAG_RE,
-    LOOKUP_PLAN_RE,
-    NEGATED_RE,
-    verb_stem,
-)
+from tracing.anchoring.phrases import ACK_FAILURE_RE, COMPLETION_RE, FLAG_RE, LOOKUP_PLAN_RE, NEGATED_RE, verb_stem
 from tracing.anchoring.records import RecordIndex
 from tracing.anchoring.rules.unobserved_argument import ArgumentCheck
 from tracing.anchoring.salience import Salient, extract, split_sentences
