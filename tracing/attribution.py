@@ -57,7 +57,7 @@ from typing import Any
 
 from tracing.analysis import analyse
 from tracing.anchoring import AnchorReport, Break
-from tracing.anchoring.report import FINISH_TOOLS
+from tracing.anchoring.common import FINISH_TOOLS
 from tracing.normalize import call_signature
 from tracing.results import Reading, is_read_call, read_result
 from tracing.steps import Step, is_reply, role_of
@@ -120,7 +120,7 @@ OBSERVATION_PATTERNS = frozenset(
 # Anchor patterns that say a call's argument was wrong: an id, an email, an
 # object or a file name nothing observed (made up or guessed), so the call
 # could not do what the agent meant. The intent may be right; the argument is
-# not, which is what the parameters layer means (tracing.anchoring.arguments).
+# not, which is what the parameters layer means (tracing.anchoring.rules.unobserved_argument).
 PARAMETER_PATTERNS = frozenset({"unobserved_argument"})
 
 # Final answers that abstain: no answer is a stop, not a wrong combination.

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from tracing.anchoring.common import small, unsupported_units
 from tracing.anchoring.evidence import Evidence
-from tracing.anchoring.report import _small, _unsupported_units
 from tracing.anchoring.salience import ZH_COMMON, extract
 
 # An answer that says it found nothing states no fact: coverage does not apply
@@ -32,7 +32,7 @@ def core_facts(answer: str) -> list[str]:
     """The facts of an answer that coverage counts (names as their words)."""
     sal = extract(answer)
     id_numbers = {i.rsplit(" ", 1)[-1] for i in sal.ids if " " in i}
-    facts = [n for n in sorted(sal.numbers) if n not in id_numbers and not _small(n)]
+    facts = [n for n in sorted(sal.numbers) if n not in id_numbers and not small(n)]
     facts += sorted(sal.ids)
     facts += [" ".join(e) for e in sal.entities]
     # A Chinese piece is a fact when it has a bigram beyond the common words
@@ -59,7 +59,7 @@ def answer_coverage(answer: str | None, observations: Iterable[str]) -> float | 
         if text:
             evidence.add(extract(text), text)
     sal = extract(answer)
-    missing = set(_unsupported_units(sal, evidence, answer, sal.numbers))
+    missing = set(unsupported_units(sal, evidence, answer, sal.numbers))
     # Supported means: some bigram observed (a common bigram alone backs nothing here).
     missing |= {f for f in facts if f in sal.cjk_pieces and not any(
         f[i:i + 2] in evidence.words and f[i:i + 2] not in ZH_COMMON for i in range(len(f) - 1))}

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import json
 
-from tracing.anchoring import anchor_report
-from tracing.anchoring import PATTERNS
+from tracing.anchoring import PATTERNS, anchor_report
 from tracing.steps import Step
 
 

@@ -8,8 +8,12 @@ import pytest
 
 from tests.eval_data import eval_runs
 from tests.tracing.helpers import report_all
-from tracing.anchoring import anchor_report, is_failure, report
+from tracing.anchoring import is_failure, state
+from tracing.anchoring.common import FAILURE_PREFIX_CHARS
+from tracing.anchoring.evidence import ENTITY_SUPPORT_MIN, STEM_CHARS
+from tracing.anchoring.rules import ignored_observation, unsupported_claim
 from tracing.anchoring.salience import MAX_SCAN_CHARS, extract, normalize_number
+from tracing.anchoring.state import UNIT_WEIGHTS
 from tracing.steps import Step, read_jsonl
 
 
@@ -140,7 +144,7 @@ def test_entity_support_threshold_both_sides():
     assert run(A("Search", "Mussolini"), obs, T("So Alexander McNair was a politician.")).first_break == 2
     # 2 of 3 words observed: 0.67 >= ENTITY_SUPPORT_MIN
     assert run(A("Search", "Mussolini"), obs, T("So President Alexander Fleming was a doctor.")).first_break is None
-    assert 0.5 < report.ENTITY_SUPPORT_MIN <= 2 / 3
+    assert 0.5 < ENTITY_SUPPORT_MIN <= 2 / 3
 
 
 def test_a_name_read_with_one_long_word_changed_is_not_the_name_read():
@@ -175,7 +179,7 @@ def test_stems_back_names_but_only_from_stem_chars_letters():
     obs = O("Pierre Bouvier is a Canadian singer.")
     assert run(A("Search", "Pierre Bouvier"), obs, T("So Bouvier is from Canada.")).first_break is None
     # "Cana" shares only 4 letters with "Canadian": not the same stem
-    assert report.STEM_CHARS == 5
+    assert STEM_CHARS == 5
     assert run(A("Search", "Pierre Bouvier"), obs, T("So Bouvier is from Canaan.")).first_break == 2
 
 
@@ -185,7 +189,7 @@ def test_final_support_threshold_both_sides():
     assert run(A("Search", "Woman's Era"), obs, F("fortnightly interest weekly")).first_break is None
     # 1 of 2 observed (0.5 < FINAL_SUPPORT_MIN)
     assert run(A("Search", "Woman's Era"), obs, F("fortnightly lifestyle")).first_break == 2
-    assert 0.5 < report.FINAL_SUPPORT_MIN <= 2 / 3
+    assert 0.5 < unsupported_claim.FINAL_SUPPORT_MIN <= 2 / 3
 
 
 def test_identifier_must_be_observed_exactly_when_it_names_a_thing():
@@ -248,7 +252,7 @@ def test_success_about_something_the_latest_observation_does_not_show():
 
 
 def test_failure_prefix_threshold_both_sides():
-    pad = "x" * report.FAILURE_PREFIX_CHARS
+    pad = "x" * FAILURE_PREFIX_CHARS
     assert is_failure(Step(0, "observation", "Error: no connection. " + pad))
     assert not is_failure(Step(0, "observation", pad + " the error of the estimate is small"))
 
@@ -317,7 +321,7 @@ def test_same_result_threshold_both_sides():
 
 
 def test_requery_window_bounds_the_look_back(monkeypatch):
-    monkeypatch.setattr(report, "REQUERY_WINDOW", 2)
+    monkeypatch.setattr(state, "REQUERY_WINDOW", 2)
     obs = O(HANGZHOU)
     filler = []
     for i in range(3):
@@ -381,9 +385,9 @@ def test_min_informative_new_units_both_sides(monkeypatch):
     obs = O("You open the fridge 1. In it, you see a lettuce 2 and an egg 3.", tool="open")
     turn = T("Next I will go towards the window and the kitchen door.")
     new = extract(obs[1]).strong_units - extract("fridge 1").units
-    monkeypatch.setattr(report, "MIN_INFORMATIVE_NEW_UNITS", len(new))
+    monkeypatch.setattr(ignored_observation, "MIN_INFORMATIVE_NEW_UNITS", len(new))
     assert run(A("open", "fridge 1"), obs, turn, task=task).first_break == 2
-    monkeypatch.setattr(report, "MIN_INFORMATIVE_NEW_UNITS", len(new) + 1)
+    monkeypatch.setattr(ignored_observation, "MIN_INFORMATIVE_NEW_UNITS", len(new) + 1)
     assert run(A("open", "fridge 1"), obs, turn, task=task).first_break is None
     # "The fridge 1 is closed." brings nothing new at the default threshold
     monkeypatch.undo()
@@ -396,7 +400,7 @@ def test_ignored_max_uptake_both_sides(monkeypatch):
     obs = O("You open the fridge 1. In it, you see a lettuce 2, an egg 3, and a Dutch Cheese 4.", tool="open")
     turn = T("The egg 3 is there; next I will go towards the window and the kitchen door.")
     assert run(A("open", "fridge 1"), obs, turn, task=task).first_break is None  # uses 2 units > 0
-    monkeypatch.setattr(report, "IGNORED_MAX_UPTAKE", 5)
+    monkeypatch.setattr(ignored_observation, "IGNORED_MAX_UPTAKE", 5)
     assert run(A("open", "fridge 1"), obs, turn, task=task).first_break == 2
 
 
@@ -470,8 +474,8 @@ def test_normalize_number_forms():
 def test_id_number_digit_threshold_both_sides():
     assert extract("Apollo 110 landed").ids == {"apollo 110"}
     assert extract("born 1977 in Hangzhou").ids == set()
-    assert report.UNIT_WEIGHTS  # weights exist for every unit kind
-    assert set(report.UNIT_WEIGHTS) == {"n", "i", "e", "c", "t"}
+    assert UNIT_WEIGHTS  # weights exist for every unit kind
+    assert set(UNIT_WEIGHTS) == {"n", "i", "e", "c", "t"}
 
 
 # --- real data smoke -------------------------------------------------------

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from tests.eval_data import eval_runs
 from tests.tracing.helpers import Run, report_all
-from tracing.anchoring import anchor_report
 from tracing.steps import Step, read_jsonl
 
 ORDER = {"order_id": "#W1", "status": "pending", "items": [{"name": "Camera", "item_id": "11", "price": 375.0}],

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from tracing.anchoring import anchor_report
-from tracing.anchoring.relation import relation_cues, wrong_relation
+from tracing.anchoring.rules.wrong_relation import relation_cues, wrong_relation
 from tracing.steps import Step
 
 BIRTH_Q = "In which town was the author of the novel The Salt Lantern born?"

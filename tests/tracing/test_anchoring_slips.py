@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.tracing.helpers import Run
-from tracing.anchoring.slips import caught
+from tracing.anchoring.rules.slip import caught
 from tracing.steps import Step
 
 ROOM = ("You are in the middle of a room. Looking quickly around you, you see a countertop 3, a countertop 2, "

@@ -39,6 +39,11 @@ Cost: the argument values of each call are scanned once; each identifier is
 searched in the joined evidence text (each step capped at MAX_EVIDENCE_CHARS),
 first as a plain substring, so a run costs O(identifiers * evidence) in C-speed
 scans; calls of programs and prose carry none.
+
+Evidence: ``strength.EVIDENCE["unobserved_argument"]`` ("argument nothing
+observed holds", weak). ``ArgumentCheck`` is part of the run's state
+(``tracing.anchoring.state``): ``on_call`` and ``on_result`` return its
+verdict on the latest call and result.
 """
 
 from __future__ import annotations
@@ -46,7 +51,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from tracing.anchoring.common import Break, quote
+
+if TYPE_CHECKING:
+    from tracing.anchoring.state import RunState
+    from tracing.steps import Step
+
+NAME = "unobserved_argument"
 
 # Evidence text beyond this per step is not searched (page dumps).
 MAX_EVIDENCE_CHARS = 200_000
@@ -346,7 +359,7 @@ class ArgumentCheck:
             return None
         index, unseen, command = pending
         files = ", ".join(u.value for u in unseen)
-        reason = (f"the command at step {index} ({_quote(command, 80)}) reads {files}, which no earlier output, "
+        reason = (f"the command at step {index} ({quote(command, 80)}) reads {files}, which no earlier output, "
                   f"the task or the context names")
         reason += f" (the latest output before it, step {previous.step}, does not list it either)" if previous else ""
         reason += f"; it worked (step {step}), so the name came from something never shown"
@@ -375,7 +388,7 @@ class ArgumentCheck:
         if first.key:
             call, what = "", f"the {first.key.replace('_', ' ')} {first.value}"
         else:
-            call = f" ({_quote(text, 80)})"
+            call = f" ({quote(text, 80)})"
             what = f"the {first.value}" if " " in first.value else f"“{first.value}”"
         where = "no earlier result, user turn, the task or the context" if self.user_turns else (
             "no earlier observation, the task or the context")
@@ -392,7 +405,7 @@ class ArgumentCheck:
             reason += "; no call had returned anything before it"
         elif last.bad:
             made = f"the call at step {last.call_step}" if last.call_step is not None else f"step {last.step}"
-            reason += f"; {made} {last.bad} ({_quote(last.text)})"
+            reason += f"; {made} {last.bad} ({quote(last.text, 60)})"
             ev["result_step"] = last.step
         else:
             reason += f"; the latest result (step {last.step}) does not hold it either"
@@ -404,6 +417,9 @@ def _flat(args: Any) -> str:
     return " ".join(str(v) for _, v in _leaves(args) if isinstance(v, (str, int, float)))
 
 
-def _quote(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return f"“{text[:limit]}…”" if len(text) > limit else f"“{text}”"
+def on_call(state: RunState, step: Step, text: str) -> list[Break]:
+    return [Break(*state.argument_break)] if state.argument_break is not None else []
+
+
+def on_result(state: RunState, step: Step, text: str) -> list[Break]:
+    return [Break(*state.late_argument)] if state.late_argument is not None else []

@@ -6,13 +6,28 @@ answer was observed, so no grounding rule sees it: what broke is the link
 between the reasoning and the act. Only an explicit conclusion counts (a
 verdict on the claim, or a clause opened by "so" / "thus" / "therefore" /
 "the answer is"), and only an answer the thought itself named elsewhere.
+
+Agents lose track of their own reasoning between the thought and the act: the
+conclusion is written, then the answer of an alternative it set aside is
+submitted.
+
+Evidence: ``strength.EVIDENCE["against_conclusion"]`` ("contradicts its own
+conclusion", strong).
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
+from tracing.anchoring.common import Break, quote
 from tracing.anchoring.salience import extract
+
+if TYPE_CHECKING:
+    from tracing.anchoring.state import RunState
+    from tracing.steps import Step
+
+NAME = "against_conclusion"
 
 # Verdict labels (FEVER-style) and the words a thought gives them in.
 _VERDICTS = {
@@ -98,3 +113,17 @@ def against(thought: str, answer: str) -> str | None:
 
 def _has_words(text: str, words: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", text) is not None
+
+
+def on_final(state: RunState, step: Step, answer: str) -> list[Break]:
+    """A final answer other than the one the thought just before it concluded."""
+    if not state.turn_thoughts:
+        return []
+    at, thought = state.turn_thoughts[-1]
+    concluded = against(thought, answer)
+    if concluded is None:
+        return []
+    return [Break(step=step.index, pattern=NAME, reason=(
+        f"the final answer at step {step.index} ({quote(answer, 60)}) is not what the thought at step {at} "
+        f"concluded ({quote(concluded, 80)})"
+    ), evidence={"claim": answer[:200], "concluded": concluded[:200], "thought_step": at})]

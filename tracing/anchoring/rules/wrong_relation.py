@@ -19,16 +19,29 @@ The check (final answers only):
 Condition 3 is what keeps it quiet on multi-hop pages, where another sentence
 naturally carries the question's *bridge* relation ("portrayed … in the film
 Kiss and Tell" next to "served as Chief of Protocol").
+
+Agents lose track of which relation the question asks for: the page holds
+both, and the value next to the wrong cue is taken.
+
+Evidence: ``strength.EVIDENCE["wrong_relation"]`` ("taken from another
+relation", strong). Judged only when nothing else broke since the turn began.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tracing.anchoring.common import Break, quote
 from tracing.anchoring.salience import split_sentences
 from tracing.normalize import tokens
+
+if TYPE_CHECKING:
+    from tracing.anchoring.state import RunState
+    from tracing.steps import Step
+
+NAME = "wrong_relation"
 
 # English inflections folded before cues are compared ("reported" = "report",
 # "profits" = "profit"); a prefix stem would also merge "former" and "formed".
@@ -168,3 +181,26 @@ def wrong_relation(question: str, answer: str, observations: Sequence[tuple[int,
                             "cues": sorted(other_cues - answer_cues), "slot": slot}
         return None  # only the latest observation holding the answer is judged
     return None
+
+
+def on_final(state: RunState, step: Step, text: str) -> list[Break]:
+    """The final answer's value, taken from the sentence of another relation."""
+    first = state.turn_first if state.turn_first is not None else step.index
+    if any(b.step >= first for b in state.breaks):
+        return []
+    answer = step.args if isinstance(step.args, str) and step.args.strip() else text
+    if isinstance(step.args, dict) and len(step.args) == 1:
+        answer = str(next(iter(step.args.values())))
+    slip = wrong_relation(state.task, answer, state.observed)
+    if slip is None:
+        return []
+    # The slip happened where the reasoning first took the value up.
+    needle = answer.strip().lower()
+    at = next((i for i, thought in state.turn_thoughts if needle and needle in thought.lower()), step.index)
+    who = f"the thought at step {at}" if at != step.index else f"the final answer at step {step.index}"
+    reason = (
+        f"the observation at step {slip['observation']} ties {', '.join(slip['cues'])} to {slip['rival']} "
+        f"({quote(slip['other_sentence'], 90)}); {who} takes {quote(answer.strip(), 40)} from "
+        f"{quote(slip['answer_sentence'], 90)}, which says nothing about it"
+    )
+    return [Break(step=at, pattern=NAME, reason=reason, evidence={**slip, "final_step": step.index})]
