@@ -68,16 +68,16 @@ def test_a_failed_call_repeated_unchanged_is_a_strong_break_both_families():
     assert _report(calls).first_break == 2
 
 
-def test_a_state_read_again_with_no_arguments_is_no_lapse():
+def test_a_state_read_again_with_no_arguments_is_a_finding():
     run = (Run().command("inventory").result("inventory", "Inventory: [stone] (4)")
            .command("get 8 bricks", tool="get").result("get", "Could not find bricks")
            .command("inventory").result("inventory", "Inventory: [stone] (4)"))
     rep = _report(run)
-    assert rep.first_break is None and rep.first_finding is None
+    assert rep.first_break is None and rep.first_finding == 4
     calls = (Run().call("check_status_bar", {}).result("check_status_bar", "Signal: none")
              .call("check_status_bar", {}).result("check_status_bar", "Signal: none"))
     rep = _report(calls)
-    assert rep.first_break is None and rep.first_finding is None
+    assert rep.first_break is None and rep.first_finding == 2
 
 
 # --- demotion -------------------------------------------------------------------

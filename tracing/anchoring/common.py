@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracing.anchoring.evidence import Evidence, dates_in
+from tracing.anchoring.evidence import Evidence, dates_in, defined_names
 from tracing.anchoring.phrases import FAILURE_RE, HEDGE_RE, PLAN_RE
 from tracing.anchoring.salience import Salient, normalize_number, split_sentences
 from tracing.anchoring.strength import STRONG
@@ -162,7 +162,10 @@ def unsupported_units(
             continue
         if not evidence.number_supported(number, statement_numbers or sal.numbers):
             missing.append(number)
+    defined = defined_names(text) if text else set()
     for ident in sorted(sal.ids):
+        if ident in defined:
+            continue  # the agent's own name for a value ("so arr_h is 11")
         if not evidence.id_supported(ident) or (ident in sal.instances and not evidence.instance_supported(ident)):
             missing.append(ident)
     if text and "-" in text:
@@ -223,7 +226,20 @@ def not_a_claim(sentence: str) -> bool:
     """A whole sentence that plans, hedges or instructs: none of its clauses
     asserts anything ("I can use grep to list the files that contain foo")."""
     head = LIST_MARK_RE.sub("", sentence.strip())
-    return bool(PLAN_RE.match(head) or INSTRUCTION_RE.match(head))
+    return bool(PLAN_RE.match(head) or INSTRUCTION_RE.match(head) or is_heading(head))
+
+
+# A heading or a status line is form, not a claim: a Markdown heading, or a
+# few capitalised words closed by a colon or an exclamation mark ("Task
+# Completed!", "Next Steps:"). A bare "Wang Guowei." is an answer, not a heading.
+HEADING_MAX_WORDS = 5
+_HEADING_RE = re.compile(
+    rf"^(?:#{{1,6}}\s+.{{1,80}}|(?:[A-Z][\w'’-]*\s+){{1,{HEADING_MAX_WORDS - 1}}}[A-Z][\w'’-]*\s*[!:])$"
+)
+
+
+def is_heading(text: str) -> bool:
+    return bool(_HEADING_RE.match(text.strip().strip("*_")))
 
 
 def asserting_sentences(text: str) -> list[str]:

@@ -69,7 +69,7 @@ def on_result(state: RunState, step: Step, text: str) -> list[Break]:
         # A write that worked, done again ("craft 1 wool" twice, a second item
         # into the cart), makes another one; a call that asks nothing
         # ("inventory", "get_status({})") reads the state of the world, and
-        # reading it again is checking. Worth a look, not proof.
+        # agents read it again to check. Worth a look, not proof.
         evidence["probe"] = True
     if not earlier.failed and is_move_call(action.tool, action.args):
         # Going back to a place seen before is a requery only if the agent

@@ -38,6 +38,7 @@ from tracing.anchoring.common import (
     unsupported_units,
     what,
 )
+from tracing.anchoring.evidence import defined_names
 from tracing.anchoring.execution import name_seen, next_try, schema_names
 from tracing.anchoring.phrases import ABSENCE_RE, ATTRIBUTION_RE, FLAG_RE, HEDGE_RE, NEGATED_RE, PLAN_RE
 from tracing.anchoring.rules import answered_from_memory
@@ -110,7 +111,8 @@ def invented_identifier(state: RunState, step: Step, text: str) -> list[Break]:
         if CALL_SYNTAX_RE.search(sentence) or _ASSIGNMENT_RE.search(sentence):
             continue  # code the agent writes out: it names what it defines
         # Sorted, not in set order: the reason names the first three.
-        ids = [i for i in sorted(extract(sentence).ids) if _IDENTIFIER_LIKE_RE.match(i)]
+        defined = defined_names(sentence)  # the agent's own name for a value ("so arr_h is 11")
+        ids = [i for i in sorted(extract(sentence).ids) if _IDENTIFIER_LIKE_RE.match(i) and i not in defined]
         missing = [i for i in ids if not state.evidence.id_supported(i)]
         plan = PLAN_RE.match(LIST_MARK_RE.sub("", sentence.strip()))
         if not plan and state.seen_observation and not WONDER_RE.search(sentence):
