@@ -85,6 +85,13 @@ FIELDS: dict[str, FieldDoc] = {
         "fast stop: dead loop", "A shortcut past the redirect: once a call got the same unusable or unchanged "
         "result again this many times (nothing new in between) and a hint followed, making that very call once "
         "more is stopped before it runs. 0 turns the shortcut off. Higher: later stops.", -1),
+    "ladder.ignored_within": FieldDoc(
+        "escalate when ignored", "After a hint or a redirect, the model's next calls judged (this many): one that "
+        "goes on with the same loop and still gets nothing moves to the next tier at once, without the cooldown. "
+        "0 turns it off. Higher: more calls judged.", +1),
+    "ladder.ignored_stop": FieldDoc(
+        "stop: interventions ignored", "Or this many interventions in a row that the model ignored (hint, redirect, "
+        "redirect again). Higher: later stops.", -1),
     "ladder.reset_after": FieldDoc(
         "reset after progress", "Progress observations in a row after which the ladder starts again at hint. "
         "Higher: the watchdog stays escalated longer.", +1),

@@ -28,12 +28,12 @@ class Tty(io.StringIO):
 
 
 def _broken_run(**fields) -> Run:
-    """A run whose thought names a birthplace no observation gives (an anchor
-    break), stored with stale analysis columns."""
+    """A run whose thought says it read a birthplace the observation does not
+    give (a strong anchor break), stored with stale analysis columns."""
     run = Run.objects.create(project=team(), prompt="Where was he born?", status="finished", anchor_reason="stale",
                              anchor_evidence={"pattern": "old"}, **fields)
     record_step(run.pk, StepRecord(index=0, kind="observation", text="He was born in Calder Bay."))
-    record_step(run.pk, StepRecord(index=1, kind="thought", text="He was born in Haiyan."))
+    record_step(run.pk, StepRecord(index=1, kind="thought", text="The observation says he was born in Haiyan."))
     return run
 
 

@@ -117,7 +117,7 @@ def test_analyse_recomputes_signals_and_anchoring(project):
     from tracing.steps import Step as StepRecord
 
     record_step(upload_run.pk, StepRecord(index=0, kind="observation", text="He was born in Calder Bay."))
-    record_step(upload_run.pk, StepRecord(index=1, kind="thought", text="He was born in Haiyan."))
+    record_step(upload_run.pk, StepRecord(index=1, kind="thought", text="The observation says he was born in Haiyan."))
     call_command("analyse", run=[upload_run.pk], verbosity=0)
     upload_run.refresh_from_db()
     assert upload_run.first_anchor_break == 1
