@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from tracing.anchoring.common import LIST_MARK_RE, WONDER_RE
 from tracing.anchoring.phrases import (
     CODE_SUCCESS_RE,
     DATA_CLAIM_RE,
@@ -83,11 +84,8 @@ _PRINTED_RE = re.compile(r"\b(?:printed|displayed|listed|outputted)\b", re.IGNOR
 _ASSERT_RE = re.compile(r"^\s*assert\b", re.MULTILINE)
 _PRINT_RE = re.compile(r"\bprint\s*\(|\bconsole\.log\s*\(|\bSystem\.out\.print|\becho\b|\bprintf\b")
 
-_LIST_MARK_RE = re.compile(r"^(?:\d{1,2}[.)]|[-•*–·])\s*")
-
-
 def _plain(sentence: str) -> str:
-    return _LIST_MARK_RE.sub("", sentence.strip())
+    return LIST_MARK_RE.sub("", sentence.strip())
 
 
 def reports_outcome(sentence: str) -> bool:
@@ -155,14 +153,13 @@ _SCHEMA_RE = re.compile(
 _NOT_NAMES = frozenset(
     ["same", "following", "new", "given", "other", "first", "second", "last", "correct", "right", "wrong", "main", "whole", "entire", "original", "resulting", "result", "results", "output", "input", "current", "specified", "relevant", "appropriate", "corresponding", "required", "necessary", "desired", "target", "previous", "next", "final", "temporary", "empty", "existing", "only", "two", "three", "both", "each", "available", "above", "below", "such", "full", "specific", "particular", "single", "separate", "additional", "extra", "another", "different", "similar", "actual", "real", "proper", "sql", "mysql", "database"]
 )
-_WONDER_RE = re.compile(r"\b(?:if|whether)\b", re.IGNORECASE)
 
 
 def schema_names(sentence: str) -> list[str]:
     """Table, column and file names an asserting sentence names as such (plans,
     questions and "if / whether" sentences name none)."""
     head = _plain(sentence)
-    if not head or head.endswith(("?", "？")) or PLAN_RE.match(head) or _WONDER_RE.search(head):
+    if not head or head.endswith(("?", "？")) or PLAN_RE.match(head) or WONDER_RE.search(head):
         return []
     out = []
     for m in _SCHEMA_RE.finditer(head):

@@ -301,13 +301,6 @@ def _change_parts(sentence: str) -> tuple[str, str | None]:
     return (sentence, None) if target is None else (sentence[:target.start()], sentence[target.end():])
 
 
-def _change_target(sentence: str) -> str | None:
-    """What a sentence says of a change's target (see _change_parts): only the
-    new is judged against the records it names ("swapped … for the 20MP
-    camera (item X)")."""
-    return _change_parts(sentence)[1]
-
-
 def _asserted(value: str, sentence: str) -> bool:
     """The value stated as the record's state ("is pending", "status: pending",
     "still pending"), not used to name it ("your pending order")."""

@@ -25,7 +25,6 @@ run costs O(total capped text + steps * REQUERY_WINDOW).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -42,7 +41,7 @@ from tracing.anchoring.common import (
     step_text,
     what,
 )
-from tracing.anchoring.phrases import FLAG_RE, PROTOCOL_FINAL_RE
+from tracing.anchoring.phrases import FLAG_RE, LABEL_RE, PROTOCOL_FINAL_RE
 from tracing.anchoring.rules.requery import is_revisit
 from tracing.anchoring.rules.slip import caught
 from tracing.anchoring.salience import Salient, extract
@@ -52,10 +51,6 @@ from tracing.steps import Step, is_reply, role_of
 
 __all__ = ["FINDINGS", "PATTERNS", "AnchorReport", "Break", "Similarity", "anchor_report", "is_failure",
            "lexical_score", "looks_like_code"]
-
-# A final answer made only of capital letters is a label from a closed set
-# (SUPPORTS / NOT ENOUGH INFO), not a claim about the world.
-LABEL_RE = re.compile(r"^[A-Z][A-Z _-]*$")
 
 AGENT_KINDS = ("thought", "action", "final")
 

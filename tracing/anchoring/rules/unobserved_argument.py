@@ -54,10 +54,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tracing.anchoring.common import Break, quote
+from tracing.steps import Step
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import RunState
-    from tracing.steps import Step
 
 NAME = "unobserved_argument"
 
