@@ -1,27 +1,10 @@
-"""How code and shell agents lose grounding on their own runs.
+"""How code and shell agents lose grounding on their own runs, as text tests:
 
-Three statements that hold of any agent that runs programs, shell commands or
-queries, whatever its harness:
-
-1. **An outcome needs a run.** Once the agent has said what it will do next
-   ("I will test it on the examples", "Let me query the table"), a claim
-   about the outcome ("it works", "the query returned the names", "all tests
-   pass") with no call made and no result come back since describes a run
-   that never happened. (Before anything was run at all some models write
-   this as a habit; that is recorded as a finding elsewhere, not here.)
-2. **Output needs output.** Right after a run that printed nothing, a claim
-   about what it printed, showed or listed describes output that was never
-   there. Code that only asserts passes silently, so "the tests pass" or "it
-   returns the expected result" is grounded after it; "it printed ..." is
-   not. Code that prints and printed nothing backs no claim of success at all.
-3. **Names in a database or a file system are read, not recalled.** A table,
-   column or file named as such in an assertion ("The airports table has the
-   codes") must appear, spelt as it is, in the task, the context, an
-   observation or the agent's own earlier commands: ``employee`` is not
-   ``employees``. A name the agent guesses and then tries, and the try fails,
-   is exploration, not a claim.
-
-Pure functions over text; ``tracing.anchoring.report`` holds the state.
+1. an outcome needs a run: "it works" after a plan, with no call made since;
+2. output needs output: after a run that printed nothing, only what silently
+   passing asserts back ("the tests pass") is grounded, not "it printed …";
+3. names in a database or a file system are read, not recalled: a table,
+   column or file named as such must appear, spelt as it is, in the evidence.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
-"""Salient content of a piece of text: what a step could take from an observation.
-
-Anchoring asks "did the step after an observation use it?". Shared function
-words say nothing about that, so we only compare *salient units*:
-
-- numbers (``1,800`` and ``1800`` are one unit; ``21st`` is 21);
-- identifiers: a word with a small number (``drawer 3``, ``potato (1)``) or a
-  token mixing letters and digits (``B08H5DCD65``);
-- named entities, approximated by capitalised spans (``High Plains``);
-- content terms: lower-case words that are not stop / filler words;
-- CJK character bigrams (Chinese has no capitals and no spaces).
-
-Everything here is a single regex pass over capped text, so the cost of a
-step is linear in its (capped) length.
+"""Salient units of a text, what a step could take from an observation:
+numbers (``1,800`` = ``1800``), identifiers (``drawer 3``, ``B08H5DCD65``),
+named entities (capitalised spans), content terms, and CJK bigrams (Chinese
+has no capitals). One regex pass over capped text: linear in its length.
 """
 
 from __future__ import annotations

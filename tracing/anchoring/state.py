@@ -1,11 +1,6 @@
 """The run's memory: what was given, observed, called and said so far.
 
-``RunState`` is updated only by the pass's ``feed`` (``on_told``,
-``on_result``, ``on_call``, ``on_statement``...); the rules
-(``tracing.anchoring.rules``) read it and return breaks. It holds the
-evidence, the records results described, the current turn, the calls made
-and what they returned, what the agent holds, and what the agent said it
-would do next.
+Only the pass's ``feed`` calls the ``on_*`` methods; the rules read it.
 """
 
 from __future__ import annotations
@@ -151,7 +146,6 @@ def lexical_score(step_sal: Salient, obs_sal: Salient, older_units: set[str]) ->
 
 
 class RunState:
-    """One run's memory; only the pass's feed calls the ``on_*`` methods."""
 
     def __init__(self, task: str, context: dict[str, Any] | None, sem: Any, steps: list[Step]) -> None:
         self.task, self.sem, self.steps = task, sem, steps
@@ -266,9 +260,7 @@ class RunState:
 
     def completion(self, sentence: str) -> re.Match[str] | None:
         """An action reported as done: a verb of the common list ("has been
-        cancelled"), or the verb a tool of this run is named after ("Your line
-        has been refueled" when the run has refuel_data): the run's own tools
-        say which actions there are."""
+        cancelled"), or one a tool of this run is named after ("refueled": refuel_data)."""
         m = COMPLETION_RE.search(sentence)
         if m is not None or not self.tool_verbs:
             return m
@@ -281,9 +273,7 @@ class RunState:
         return None
 
     def done_before(self, verb: str, rest: str) -> bool:
-        """A result earlier in the run says it was done to the thing the
-        sentence names ("You cool the potato 1" at step 16, "Now I cool a
-        potato (1)" at step 23: a restatement, not a phantom)."""
+        """An earlier result says it was done to the thing named ("You cool the potato 1"): a restatement."""
         thing = next((w for w in tokens(rest) if w not in EN_STOP_WORDS and not w.isdigit()), "")
         stem = verb_stem(verb)
         return bool(thing) and len(stem) >= 3 and any(stem in t and thing in t for t in self.done_texts)
@@ -446,11 +436,9 @@ class RunState:
         )
 
     def _note_failed_call(self, call: Call, result: Step, bad: bool) -> None:
-        """Keep a failed function call until the agent speaks. A call that
-        works settles it when made after the error came back (a retry, or
-        another way to the same answer), or when it is the same tool asked in
-        parallel (two emails tried at once: the reply needs only the answer).
-        Another tool's call sent with it in parallel does not."""
+        """Keep a failed function call until the agent speaks; a call that works
+        settles it when made after the error came back, or of the same tool in
+        parallel (two emails tried at once), not another tool's in parallel."""
         if bad:
             self._since.failed_calls.append((call.step, result))
         else:
