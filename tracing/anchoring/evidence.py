@@ -1,20 +1,11 @@
 """What the agent could know at a step: the evidence its claims are checked against.
 
-Evidence is the task, the run's context (system prompt, policy, tool schemas),
-every observation (tool results and user turns) **and the agent's own earlier
-actions** (code it wrote, arguments it sent): a value the agent typed into a
-call is no invention when it repeats it. Not evidence: its own thoughts and
-replies, or a claim could back itself by being said twice.
-
-Beyond exact matches, a claim is grounded when it is
-- arithmetic over evidence numbers (``247`` after ``375 − 128``; totals,
-  differences, products, ratios and percentages of two numbers, and the sum
-  of the numbers its own sentence lists);
-- the same number in another format or rounding (``$2,895.55``, ``2895.6``);
-- a date written another way (``2025-02-25`` backs ``February 25``);
-- a name spelt out from a code the evidence holds (``ATL`` backs ``Atlanta``,
-  ``PHL`` backs ``Philadelphia``: the code's letters in order, same initial);
-- a name sharing its stem with an observed word (``Canadian`` backs ``Canada``).
+The task, the context, every observation **and the agent's own earlier
+actions** (a value it typed into a call is no invention when repeated); not
+its thoughts and replies, or a claim could back itself by being said twice.
+Beyond exact matches a claim is grounded as arithmetic over evidence numbers,
+the same number rounded or formatted, a date written another way, a name
+spelt out from a code (``ATL``: Atlanta) or sharing a stem (Canadian: Canada).
 """
 
 from __future__ import annotations

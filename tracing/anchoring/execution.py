@@ -1,27 +1,10 @@
-"""How code and shell agents lose grounding on their own runs.
+"""How code and shell agents lose grounding on their own runs, as text tests:
 
-Three statements that hold of any agent that runs programs, shell commands or
-queries, whatever its harness:
-
-1. **An outcome needs a run.** Once the agent has said what it will do next
-   ("I will test it on the examples", "Let me query the table"), a claim
-   about the outcome ("it works", "the query returned the names", "all tests
-   pass") with no call made and no result come back since describes a run
-   that never happened. (Before anything was run at all some models write
-   this as a habit; that is recorded as a finding elsewhere, not here.)
-2. **Output needs output.** Right after a run that printed nothing, a claim
-   about what it printed, showed or listed describes output that was never
-   there. Code that only asserts passes silently, so "the tests pass" or "it
-   returns the expected result" is grounded after it; "it printed ..." is
-   not. Code that prints and printed nothing backs no claim of success at all.
-3. **Names in a database or a file system are read, not recalled.** A table,
-   column or file named as such in an assertion ("The airports table has the
-   codes") must appear, spelt as it is, in the task, the context, an
-   observation or the agent's own earlier commands: ``employee`` is not
-   ``employees``. A name the agent guesses and then tries, and the try fails,
-   is exploration, not a claim.
-
-Pure functions over text; ``tracing.anchoring.report`` holds the state.
+1. an outcome needs a run: "it works" after a plan, with no call made since;
+2. output needs output: after a run that printed nothing, only what silently
+   passing asserts back ("the tests pass") is grounded, not "it printed …";
+3. names in a database or a file system are read, not recalled: a table,
+   column or file named as such must appear, spelt as it is, in the evidence.
 """
 
 from __future__ import annotations
@@ -29,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from tracing.anchoring.common import LIST_MARK_RE, WONDER_RE
 from tracing.anchoring.phrases import (
     CODE_SUCCESS_RE,
     DATA_CLAIM_RE,
@@ -83,11 +67,8 @@ _PRINTED_RE = re.compile(r"\b(?:printed|displayed|listed|outputted)\b", re.IGNOR
 _ASSERT_RE = re.compile(r"^\s*assert\b", re.MULTILINE)
 _PRINT_RE = re.compile(r"\bprint\s*\(|\bconsole\.log\s*\(|\bSystem\.out\.print|\becho\b|\bprintf\b")
 
-_LIST_MARK_RE = re.compile(r"^(?:\d{1,2}[.)]|[-•*–·])\s*")
-
-
 def _plain(sentence: str) -> str:
-    return _LIST_MARK_RE.sub("", sentence.strip())
+    return LIST_MARK_RE.sub("", sentence.strip())
 
 
 def reports_outcome(sentence: str) -> bool:
@@ -155,14 +136,13 @@ _SCHEMA_RE = re.compile(
 _NOT_NAMES = frozenset(
     ["same", "following", "new", "given", "other", "first", "second", "last", "correct", "right", "wrong", "main", "whole", "entire", "original", "resulting", "result", "results", "output", "input", "current", "specified", "relevant", "appropriate", "corresponding", "required", "necessary", "desired", "target", "previous", "next", "final", "temporary", "empty", "existing", "only", "two", "three", "both", "each", "available", "above", "below", "such", "full", "specific", "particular", "single", "separate", "additional", "extra", "another", "different", "similar", "actual", "real", "proper", "sql", "mysql", "database"]
 )
-_WONDER_RE = re.compile(r"\b(?:if|whether)\b", re.IGNORECASE)
 
 
 def schema_names(sentence: str) -> list[str]:
     """Table, column and file names an asserting sentence names as such (plans,
     questions and "if / whether" sentences name none)."""
     head = _plain(sentence)
-    if not head or head.endswith(("?", "？")) or PLAN_RE.match(head) or _WONDER_RE.search(head):
+    if not head or head.endswith(("?", "？")) or PLAN_RE.match(head) or WONDER_RE.search(head):
         return []
     out = []
     for m in _SCHEMA_RE.finditer(head):

@@ -1,22 +1,11 @@
-"""Records in structured results, for two slips a word match cannot see.
+"""Records in structured results, for two slips that keep every word "observed":
+a value of one record attributed to another (``wrong_record``), and a value
+from before a later result showed it changed (``stale_value``).
 
-Tool-calling and SQL agents read records: JSON objects with an id (an order,
-a line, a user) and table rows. Two ways to misread them keep every word
-"observed":
-
-- **wrong record**: a value of one record attributed to another ("order
-  #W1 costs 52.01" when 52.01 is the price in order #W2 and #W1's is 2895.55);
-- **stale value**: a value a record had before an update, stated after a
-  later result showed it changed ("your order is pending" after the
-  cancellation returned ``"status": "cancelled"``).
-
-A record is a JSON object holding an id-like key (``id`` or ``*_id``) with a
-scalar value, or a row tuple whose first cell names it. Its fields are its
-scalar leaves by path (nested records are records of their own). Values are
-compared as normalised strings: lower case, numbers without trailing zeros.
-
-Bounded: at most MAX_RECORDS_PER_RESULT per result and MAX_FIELDS per record
-are indexed, and a sentence is matched through dictionary lookups.
+A record is a JSON object with an id-like key (``id``, ``*_id``) holding a
+scalar, or a row tuple whose first cell names it; its fields are its scalar
+leaves by path (a nested record is a record of its own), compared as
+normalised strings. Bounded by MAX_RECORDS_PER_RESULT and MAX_FIELDS.
 """
 
 from __future__ import annotations
@@ -96,8 +85,7 @@ class Record:
         return self.fields.get(name, self.inherited.get(name))
 
     def described_by(self) -> set[str]:
-        """Its values, id and yes/no options as a description words them
-        ("waterproof=yes"): what a text naming it may match."""
+        """Its values, id and yes/no options as a description words them ("waterproof=yes")."""
         if self._described is None:
             out = self.values() | {self.ident}
             for name, vals in (*self.fields.items(), *self.inherited.items()):
@@ -111,8 +99,7 @@ class Record:
 
 
 def _id_key(obj: dict[str, Any], container: str | None = None) -> str | None:
-    """The key that names the object: "id", else the *_id key named after the
-    list it sits in ("items" -> "item_id", not its "product_id"), else the first."""
+    """The key that names the object: "id", else the *_id named after its list ("items" -> "item_id")."""
     keys = [
         key for key, value in obj.items()
         if isinstance(key, str)
@@ -132,10 +119,9 @@ def _id_key(obj: dict[str, Any], container: str | None = None) -> str | None:
 
 
 def _own_key(obj: dict[str, Any], container: str | None, top: bool) -> str | None:
-    """The id key when ``obj`` is a record of its own: a top-level object, one
-    whose id is named after the list it sits in ("items" -> "item_id"), or one
-    filed under its own id. An object that only refers to another by id (a
-    payment entry's "payment_method_id") is part of its parent, not a record."""
+    """The id key when ``obj`` is a record of its own: top-level, id named after
+    its list, or filed under its own id; one that only refers to another by id
+    (a payment entry's "payment_method_id") is part of its parent."""
     key = _id_key(obj, container)
     if key is None or top:
         return key
@@ -299,13 +285,6 @@ def _change_parts(sentence: str) -> tuple[str, str | None]:
     by_verb = next((rx for stem, rx in _TARGET_BY_VERB.items() if verb.startswith(stem)), None)
     target = (by_verb and by_verb.search(sentence, change.end())) or _TARGET_RE.search(sentence, change.end())
     return (sentence, None) if target is None else (sentence[:target.start()], sentence[target.end():])
-
-
-def _change_target(sentence: str) -> str | None:
-    """What a sentence says of a change's target (see _change_parts): only the
-    new is judged against the records it names ("swapped … for the 20MP
-    camera (item X)")."""
-    return _change_parts(sentence)[1]
 
 
 def _asserted(value: str, sentence: str) -> bool:

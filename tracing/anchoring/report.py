@@ -1,31 +1,18 @@
 """Where did the reasoning stop tracking the observations? (DESIGN.md section 1)
 
-"The thought is useful but not trustworthy": what can be checked is whether
-what the agent asserts is backed by what it was given and got, and whether the
-step after a result used it. One pass over the run, judging each step by its
-role (``tracing.steps.role_of``): tool results and user turns are evidence;
-thoughts, replies to the user and final answers are claims.
+One pass over the run, judging each step by its role (``tracing.steps.role_of``):
+tool results and user turns are evidence (``tracing.anchoring.evidence``);
+thoughts, replies and final answers are claims, checked against it. Each break
+pattern is a module of ``tracing.anchoring.rules``; the run's memory is
+``tracing.anchoring.state``, which only ``feed`` updates. Code is not a claim:
+a program is judged by what running it returned, not word by word.
 
-A claim is something checkable: a number, an identifier, a date, a name the
-answer depends on, a status, an action reported as done. Evidence is the task,
-the context, every observation and the agent's own earlier actions
-(``tracing.anchoring.evidence``). Each break pattern is a module of
-``tracing.anchoring.rules`` (its docstring says how agents lose track that
-way, its thresholds and its evidence strength); the run's memory is
-``tracing.anchoring.state``, which only ``feed`` updates. A ``Break``'s
-reason names both steps in plain words.
-
-Code is not a claim: a program the agent wrote (an action's argument, a code
-answer) is judged by what running it returned, not word by word.
-
-Cost: every step is scanned once (capped), support sets grow by union, and the
-re-query check looks back over at most state.REQUERY_WINDOW actions of one tool, so a
-run costs O(total capped text + steps * REQUERY_WINDOW).
+Cost: every step is scanned once (capped) and a re-query looks back over at
+most state.REQUERY_WINDOW calls of one tool: O(capped text + steps * window).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -42,7 +29,7 @@ from tracing.anchoring.common import (
     step_text,
     what,
 )
-from tracing.anchoring.phrases import FLAG_RE, PROTOCOL_FINAL_RE
+from tracing.anchoring.phrases import FLAG_RE, LABEL_RE, PROTOCOL_FINAL_RE
 from tracing.anchoring.rules.requery import is_revisit
 from tracing.anchoring.rules.slip import caught
 from tracing.anchoring.salience import Salient, extract
@@ -52,10 +39,6 @@ from tracing.steps import Step, is_reply, role_of
 
 __all__ = ["FINDINGS", "PATTERNS", "AnchorReport", "Break", "Similarity", "anchor_report", "is_failure",
            "lexical_score", "looks_like_code"]
-
-# A final answer made only of capital letters is a label from a closed set
-# (SUPPORTS / NOT ENOUGH INFO), not a claim about the world.
-LABEL_RE = re.compile(r"^[A-Z][A-Z _-]*$")
 
 AGENT_KINDS = ("thought", "action", "final")
 
@@ -122,12 +105,8 @@ class AnchorReport:
 
 
 class Similarity(Protocol):
-    """A pluggable text similarity (the benchmark's MiniLM experiment).
-
-    The product uses the lexical scorer only: the semantic one was measured and
-    lost (bench/README-anchoring.md). The hook stays so the comparison can be
-    rerun without forking this module.
-    """
+    """A pluggable text similarity: the benchmark's MiniLM experiment, which
+    lost to the lexical scorer (bench/README-anchoring.md); kept to rerun it."""
 
     used_min: float  # a turn "used" the observation from this similarity on
 
@@ -149,15 +128,11 @@ def anchor_report(
 ) -> AnchorReport:
     """Anchoring scores and break patterns over one run, in step order.
 
-    ``demoted``: patterns a project's reviewers found unreliable for their
-    agents; their breaks are weak there (findings, never the shown break).
-    ``promoted``: weak patterns a project shows as breaks all the same (a team
-    whose agents never compute or paraphrase; the what-if "with" column).
-    ``disabled``: rules switched off by name (``rules.NAMES``): not run at all.
-
-    ``similarity`` (experiments only) replaces the lexical per-step score and
-    the "did the next turn use this observation" test; the claim, success and
-    re-query checks are about exact values and stay lexical.
+    ``demoted``: patterns a project's reviewers found unreliable, weak there;
+    ``promoted``: weak patterns a project shows as breaks all the same;
+    ``disabled``: rules switched off by name (``rules.NAMES``), not run at all.
+    ``similarity`` (experiments only) replaces the lexical score and the "did
+    the next turn use it" test; the checks of exact values stay lexical.
     """
     if similarity is not None:
         # One batch per run instead of one encoder call per pair.

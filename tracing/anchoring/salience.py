@@ -1,17 +1,7 @@
-"""Salient content of a piece of text: what a step could take from an observation.
-
-Anchoring asks "did the step after an observation use it?". Shared function
-words say nothing about that, so we only compare *salient units*:
-
-- numbers (``1,800`` and ``1800`` are one unit; ``21st`` is 21);
-- identifiers: a word with a small number (``drawer 3``, ``potato (1)``) or a
-  token mixing letters and digits (``B08H5DCD65``);
-- named entities, approximated by capitalised spans (``High Plains``);
-- content terms: lower-case words that are not stop / filler words;
-- CJK character bigrams (Chinese has no capitals and no spaces).
-
-Everything here is a single regex pass over capped text, so the cost of a
-step is linear in its (capped) length.
+"""Salient units of a text, what a step could take from an observation:
+numbers (``1,800`` = ``1800``), identifiers (``drawer 3``, ``B08H5DCD65``),
+named entities (capitalised spans), content terms, and CJK bigrams (Chinese
+has no capitals). One regex pass over capped text: linear in its length.
 """
 
 from __future__ import annotations
@@ -36,143 +26,23 @@ MIN_TERM_CHARS = 4
 
 # Words that start sentences or carry ReAct protocol, not content. Kept short
 # and generic on purpose (no source-specific words).
-FILLER_WORDS = frozenset(
-    [
-        "maybe",
-        "perhaps",
-        "now",
-        "next",
-        "first",
-        "then",
-        "thus",
-        "therefore",
-        "however",
-        "also",
-        "since",
-        "because",
-        "according",
-        "based",
-        "yes",
-        "ok",
-        "okay",
-        "let",
-        "lets",
-        "need",
-        "needs",
-        "want",
-        "try",
-        "tried",
-        "check",
-        "thought",
-        "action",
-        "observation",
-        "answer",
-        "question",
-        "claim",
-        "step",
-        "result",
-        "results",
-        "search",
-        "lookup",
-        "finish",
-        "think",
-        "found",
-        "find",
-        "could",
-        "would",
-        "might",
-        "must",
-        "shall",
-        "may",
-        "also",
-        "still",
-        "already",
-        "instead",
-        "either",
-        "neither",
-        "whether",
-        "while",
-        "though",
-        "although",
-        "like",
-        "well",
-        "much",
-        "many",
-        "more",
-        "most",
-        "less",
-        "least",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "first",
-        "second",
-        "third",
-        "last",
-        "next",
-        "information",
-        "mention",
-        "mentions",
-        "mentioned",
-        "says",
-        "said",
-        "know",
-        "known",
-        "unknown",
-        "sure",
-        "does",
-        "don",
-        "doesn",
-        "didn",
-        "isn",
-        "wasn",
-        "aren",
-        "weren",
-        "cannot",
-        "can't",
-        "nothing",
-        "something",
-        "anything",
-        "everything",
-    ]
-)
+FILLER_WORDS = frozenset([
+    "maybe", "perhaps", "now", "next", "first", "then", "thus", "therefore", "however", "also", "since", "because",
+    "according", "based", "yes", "ok", "okay", "let", "lets", "need", "needs", "want", "try", "tried", "check",
+    "thought", "action", "observation", "answer", "question", "claim", "step", "result", "results", "search",
+    "lookup", "finish", "think", "found", "find", "could", "would", "might", "must", "shall", "may", "still",
+    "already", "instead", "either", "neither", "whether", "while", "though", "although", "like", "well", "much",
+    "many", "more", "most", "less", "least", "one", "two", "three", "four", "five", "six", "seven", "eight",
+    "nine", "ten", "second", "third", "last", "information", "mention", "mentions", "mentioned", "says", "said",
+    "know", "known", "unknown", "sure", "does", "don", "doesn", "didn", "isn", "wasn", "aren", "weren", "cannot",
+    "can't", "nothing", "something", "anything", "everything",
+])
 
 # "February 16" is a date, not an identifier like "drawer 16".
-MONTHS = frozenset(
-    [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "jan",
-        "feb",
-        "mar",
-        "apr",
-        "jun",
-        "jul",
-        "aug",
-        "sep",
-        "sept",
-        "oct",
-        "nov",
-        "dec",
-    ]
-)
+MONTHS = frozenset([
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+])
 
 WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
 
@@ -182,48 +52,11 @@ NAME_CONNECTORS = frozenset(["of", "the", "de", "da", "di", "del", "van", "von",
 
 # Common CJK words that are not names; without capitals, a CJK "name" is a run
 # of characters none of whose bigrams is supported, minus these.
-ZH_COMMON = frozenset(
-    [
-        "所以",
-        "因此",
-        "答案",
-        "需要",
-        "现在",
-        "然后",
-        "接下",
-        "下来",
-        "下一",
-        "一步",
-        "搜索",
-        "查找",
-        "查询",
-        "找到",
-        "完成",
-        "已经",
-        "可以",
-        "应该",
-        "觉得",
-        "看到",
-        "看看",
-        "观察",
-        "结果",
-        "信息",
-        "没有",
-        "提到",
-        "知道",
-        "问题",
-        "任务",
-        "首先",
-        "其次",
-        "最后",
-        "我们",
-        "他们",
-        "你们",
-        "成功",
-        "失败",
-        "出生",
-    ]
-)
+ZH_COMMON = frozenset([
+    "所以", "因此", "答案", "需要", "现在", "然后", "接下", "下来", "下一", "一步", "搜索", "查找", "查询", "找到",
+    "完成", "已经", "可以", "应该", "觉得", "看到", "看看", "观察", "结果", "信息", "没有", "提到", "知道", "问题",
+    "任务", "首先", "其次", "最后", "我们", "他们", "你们", "成功", "失败", "出生",
+])
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # One pass: a CJK run, or an alphanumeric word possibly with inner , . ' - that
@@ -339,23 +172,155 @@ def extract(text: str) -> Salient:
         # snake_case names a table, a column, a record ("poker_player",
         # "sofia_li_9219"): one identifier, besides its words.
         out.ids.update(m.lower() for m in _SNAKE_RE.findall(text))
-    # Capitalised span being built: list of (word, lower) and whether it
-    # started a sentence (a lone sentence-initial capital is not a name).
-    span: list[str] = []
-    span_sentence_start = False
-    pending_connectors: list[str] = []
-    prev_word: str | None = None
-    prev_lower: str | None = None
-    prev_end = 0
+    scan = _Scan(text, out)
+    for m in _TOKEN_RE.finditer(text):
+        scan.token(m)
+    if scan.span:
+        scan.close_span()
+    return out
 
-    def close_span() -> None:
-        nonlocal span, pending_connectors
+
+class _Scan:
+    """The one pass of ``extract``: the previous word, and the capitalised span being built."""
+
+    def __init__(self, text: str, out: Salient) -> None:
+        self.text, self.out = text, out
+        self.span: list[str] = []
+        # Whether the span started a sentence (a lone sentence-initial capital is not a name).
+        self.span_sentence_start = False
+        self.pending_connectors: list[str] = []
+        self.prev_word: str | None = None
+        self.prev_lower: str | None = None
+        self.prev_end = 0
+
+    def token(self, m: re.Match[str]) -> None:
+        gap = self.text[self.prev_end : m.start()]
+        # Fast path: most gaps are one space. Otherwise a sentence starts after
+        # end punctuation (tokens never include a trailing ".").
+        blank = gap == " " or (not gap.strip() and "\n" not in gap)
+        sentence_start = self.prev_end == 0 or (not blank and _SENTENCE_END.search(gap) is not None)
+        self.prev_end = m.end()
+        run = m.group("cjk")
+        if run is not None:
+            self._cjk(run)
+            return
+        word = m.group("word")
+        lower = word.lower()
+        out = self.out
+        out.words.add(lower)
+        if self.prev_lower is not None and blank:
+            out.pairs.add(f"{self.prev_lower} {lower}")
+        self.prev_lower = lower
+        # Plain words (most tokens) carry no digits and no inner punctuation:
+        # only the name span and the terms below apply.
+        if not word.isalpha() and self._digits(word, lower, gap, m.end()):
+            if self.span:
+                self.close_span()
+            self.prev_word = word
+            return
+        # A span continues across plain spaces only; punctuation such as
+        # commas or brackets ends a name.
+        self._name(word, lower, blank and not sentence_start, sentence_start)
+        if lower not in EN_STOP_WORDS and lower not in FILLER_WORDS and len(lower) >= MIN_TERM_CHARS:
+            out.terms.add(lower)
+        self.prev_word = word
+
+    def _cjk(self, run: str) -> None:
+        if self.span:
+            self.close_span()
+        self.prev_word = self.prev_lower = None
+        out = self.out
+        for piece in split_cjk(run):
+            out.cjk_pieces.append(piece)
+            if len(piece) == 1:
+                out.words.add(piece)
+                continue
+            for i in range(len(piece) - 1):
+                bigram = piece[i : i + 2]
+                out.words.add(bigram)
+                if bigram not in ZH_STOP_WORDS:
+                    out.cjk.add(bigram)
+
+    def _digits(self, word: str, lower: str, gap: str, end: int) -> bool:
+        """A token with digits: a number, a range, a measure or an id (True), else a word with inner punctuation."""
+        out = self.out
+        if _INNER_PUNCT_RE.search(lower):
+            out.words.update(_INNER_PUNCT_RE.split(lower))
+        if "," in word and _is_number(word) and not _THOUSANDS_RE.match(word):
+            # "(4,8)" and "3,4,6" are lists of numbers, not 48 and 346.
+            out.numbers.update(normalize_number(p) for p in word.split(",") if p)
+        elif _is_number(word):
+            self._number(normalize_number(word), gap, end)
+        elif _RANGE_RE.match(word):
+            # "drawer (1-10)", "1990-1995": a range is its end points.
+            out.numbers.update(normalize_number(part) for part in word.split("-"))
+        elif _has_digit(word) and len(word) <= 2:
+            out.words.add(lower)  # "0b", "3d", "x2": too short to name a thing
+        elif _has_digit(word):
+            self._measure_or_id(lower)
+        else:
+            return False
+        return True
+
+    def _number(self, number: str, gap: str, end: int) -> None:
+        """A number, and with the word before it an id ("drawer 3", "potato (1)")."""
+        self.out.numbers.add(number)
+        prev = self.prev_word
+        if (
+            prev is not None
+            and len(number.replace(".", "")) <= MAX_ID_NUMBER_DIGITS
+            and gap.strip() in ("", "(", "#")
+            and prev.lower() not in EN_STOP_WORDS
+            and prev.lower() not in MONTHS
+            and not _is_number(prev)
+        ):
+            ident = f"{prev.lower()} {number}"
+            self.out.ids.add(ident)
+            if gap.strip() == "(" and self.text[end : end + 1] == ")":
+                self.out.instances.add(ident)
+
+    def _measure_or_id(self, lower: str) -> None:
+        out = self.out
+        measure = _MEASURE_RE.match(lower)
+        if measure:
+            # "750ml", "16gb", "20h", "500-piece": a quantity with its unit,
+            # checked as the number (the unit may come from a key name).
+            out.numbers.add(normalize_number(measure.group(1)))
+            out.words.add(measure.group(2))
+        elif "-" in lower and all(_MEASURE_RE.match(p) or p.isalpha() for p in lower.split("-") if p):
+            # "3g-only", "2-piece-set": measures and words joined.
+            for part in filter(None, lower.split("-")):
+                m2 = _MEASURE_RE.match(part)
+                if m2:
+                    out.numbers.add(normalize_number(m2.group(1)))
+                out.words.add(part)
+        else:
+            out.ids.add(lower)
+
+    def _name(self, word: str, lower: str, joined: bool, sentence_start: bool) -> None:
+        if _is_cap(word):
+            if self.span and joined:
+                self.span.extend(self.pending_connectors)
+                self.pending_connectors = []
+                self.span.append(word)
+            else:
+                if self.span:
+                    self.close_span()
+                self.span = [word]
+                self.span_sentence_start = sentence_start
+        elif self.span and joined and lower in NAME_CONNECTORS and len(self.pending_connectors) < 2:
+            self.pending_connectors.append(word)
+        elif self.span:
+            self.close_span()
+
+    def close_span(self) -> None:
+        span = self.span
         words = list(span)
-        # Drop leading articles/stop words ("The High Plains" -> "High Plains").
-        if span_sentence_start and len(words) > 1:
+        if self.span_sentence_start and len(words) > 1:
             # The first word of a sentence is capitalised anyway: in
             # "Professions of Nicholas Ray" only "Nicholas Ray" is a name.
             words.pop(0)
+        # Drop leading articles/stop words ("The High Plains" -> "High Plains").
         while words and (
             words[0].lower() in EN_STOP_WORDS or words[0].lower() in FILLER_WORDS or words[0].lower() in NAME_CONNECTORS
         ):
@@ -363,144 +328,28 @@ def extract(text: str) -> Salient:
         if words:
             # Possessives name the same thing: "Flydubai's" is "Flydubai".
             lowered = tuple(re.sub(r"['’]s$", "", w.lower()) for w in words)
-            # A lone "So" / "Now" / "It" is a sentence opener, not a name; so is
-            # a lone sentence-initial verb form ("Retrying.", "Checked the drawer").
-            # A lone capital opening a sentence is an opener more often than a
-            # name ("Thank you", "Great", "Retrying."), and so is a contraction
-            # ("I'd", "You're"); code identifiers (CamelCase, AssertionError)
-            # name program parts, not things in the world.
-            # Upper-case codes ("SMS", "GB SSD", "AZ") are abbreviations of a
-            # vocabulary, not names the answer depends on (ids carry digits).
-            codes = all(_is_code(w) for w in words) or all(w.lower() in MONTHS or w.lower() in WEEKDAYS for w in words)
-            opener = codes or len(lowered) == 1 and (
-                (span_sentence_start and len(span) == 1)
-                or lowered[0] in EN_STOP_WORDS
-                or lowered[0] in FILLER_WORDS
-                or "'" in lowered[0]
-                or _CAMEL_RE.match(words[0]) is not None
-            )
-            if not opener:
-                out.entities.append(lowered)
-        span = []
-        pending_connectors = []
+            if not _opener(words, lowered, self.span_sentence_start and len(span) == 1):
+                self.out.entities.append(lowered)
+        self.span = []
+        self.pending_connectors = []
 
-    for m in _TOKEN_RE.finditer(text):
-        gap = text[prev_end : m.start()]
-        # Fast path: most gaps are one space. Otherwise a sentence starts after
-        # end punctuation (tokens never include a trailing ".").
-        blank = gap == " " or (not gap.strip() and "\n" not in gap)
-        sentence_start = prev_end == 0 or (not blank and _SENTENCE_END.search(gap) is not None)
-        prev_end = m.end()
-        run = m.group("cjk")
-        if run is not None:
-            if span:
-                close_span()
-            prev_word = prev_lower = None
-            for piece in split_cjk(run):
-                out.cjk_pieces.append(piece)
-                if len(piece) == 1:
-                    out.words.add(piece)
-                    continue
-                for i in range(len(piece) - 1):
-                    bigram = piece[i : i + 2]
-                    out.words.add(bigram)
-                    if bigram not in ZH_STOP_WORDS:
-                        out.cjk.add(bigram)
-            continue
-        word = m.group("word")
-        lower = word.lower()
-        out.words.add(lower)
-        if prev_lower is not None and blank:
-            out.pairs.add(f"{prev_lower} {lower}")
-        prev_lower = lower
-        # A span continues across plain spaces only; punctuation such as
-        # commas or brackets ends a name.
-        joined = blank and not sentence_start
-        if not word.isalpha():
-            # Plain words (most tokens) carry no digits and no inner
-            # punctuation: only the name span and the terms below apply.
-            if _INNER_PUNCT_RE.search(lower):
-                out.words.update(_INNER_PUNCT_RE.split(lower))
-            if "," in word and _is_number(word) and not _THOUSANDS_RE.match(word):
-                # "(4,8)" and "3,4,6" are lists of numbers, not 48 and 346.
-                out.numbers.update(normalize_number(p) for p in word.split(",") if p)
-                if span:
-                    close_span()
-                prev_word = word
-                continue
-            if _is_number(word):
-                number = normalize_number(word)
-                out.numbers.add(number)
-                digits = len(number.replace(".", ""))
-                if (
-                    prev_word is not None
-                    and digits <= MAX_ID_NUMBER_DIGITS
-                    and gap.strip() in ("", "(", "#")
-                    and prev_word.lower() not in EN_STOP_WORDS
-                    and prev_word.lower() not in MONTHS
-                    and not _is_number(prev_word)
-                ):
-                    out.ids.add(f"{prev_word.lower()} {number}")
-                    if gap.strip() == "(" and text[m.end() : m.end() + 1] == ")":
-                        out.instances.add(f"{prev_word.lower()} {number}")
-                if span:
-                    close_span()
-                prev_word = word
-                continue
-            if _RANGE_RE.match(word):
-                # "drawer (1-10)", "1990-1995": a range is its end points.
-                out.numbers.update(normalize_number(part) for part in word.split("-"))
-                if span:
-                    close_span()
-                prev_word = word
-                continue
-            if _has_digit(word) and len(word) <= 2:
-                # "0b", "3d", "x2": too short to name a thing.
-                out.words.add(lower)
-                if span:
-                    close_span()
-                prev_word = word
-                continue
-            if _has_digit(word):
-                measure = _MEASURE_RE.match(lower)
-                if measure:
-                    # "750ml", "16gb", "20h", "500-piece": a quantity with its unit,
-                    # checked as the number (the unit may come from a key name).
-                    out.numbers.add(normalize_number(measure.group(1)))
-                    out.words.add(measure.group(2))
-                elif "-" in lower and all(_MEASURE_RE.match(p) or p.isalpha() for p in lower.split("-") if p):
-                    # "3g-only", "2-piece-set": measures and words joined.
-                    for part in filter(None, lower.split("-")):
-                        m2 = _MEASURE_RE.match(part)
-                        if m2:
-                            out.numbers.add(normalize_number(m2.group(1)))
-                        out.words.add(part)
-                else:
-                    out.ids.add(lower)
-                if span:
-                    close_span()
-                prev_word = word
-                continue
-        if _is_cap(word):
-            if span and joined:
-                span.extend(pending_connectors)
-                pending_connectors = []
-                span.append(word)
-            else:
-                if span:
-                    close_span()
-                span = [word]
-                span_sentence_start = sentence_start
-        elif span and joined and lower in NAME_CONNECTORS and len(pending_connectors) < 2:
-            pending_connectors.append(word)
-        elif span:
-            close_span()
-        if lower not in EN_STOP_WORDS and lower not in FILLER_WORDS and len(lower) >= MIN_TERM_CHARS:
-            out.terms.add(lower)
-        prev_word = word
-    if span:
-        close_span()
-    return out
+
+def _opener(words: list[str], lowered: tuple[str, ...], lone_start: bool) -> bool:
+    """A span that names nothing. Upper-case codes ("SMS", "GB SSD", "AZ")
+    abbreviate a vocabulary (ids carry digits), and so do months and days. A
+    lone capital opening a sentence is an opener more often than a name
+    ("Thank you", "Great", "Retrying."), and so is a contraction ("I'd",
+    "You're"); code identifiers (CamelCase, AssertionError) name program
+    parts, not things in the world."""
+    if all(_is_code(w) for w in words) or all(w.lower() in MONTHS or w.lower() in WEEKDAYS for w in words):
+        return True
+    return len(lowered) == 1 and (
+        lone_start
+        or lowered[0] in EN_STOP_WORDS
+        or lowered[0] in FILLER_WORDS
+        or "'" in lowered[0]
+        or _CAMEL_RE.match(words[0]) is not None
+    )
 
 
 def is_cjk(text: str) -> bool:

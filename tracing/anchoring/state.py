@@ -1,11 +1,6 @@
 """The run's memory: what was given, observed, called and said so far.
 
-``RunState`` is updated only by the pass's ``feed`` (``on_told``,
-``on_result``, ``on_call``, ``on_statement``...); the rules
-(``tracing.anchoring.rules``) read it and return breaks. It holds the
-evidence, the records results described, the current turn, the calls made
-and what they returned, what the agent holds, and what the agent said it
-would do next.
+Only the pass's ``feed`` calls the ``on_*`` methods; the rules read it.
 """
 
 from __future__ import annotations
@@ -151,7 +146,6 @@ def lexical_score(step_sal: Salient, obs_sal: Salient, older_units: set[str]) ->
 
 
 class RunState:
-    """One run's memory; only the pass's feed calls the ``on_*`` methods."""
 
     def __init__(self, task: str, context: dict[str, Any] | None, sem: Any, steps: list[Step]) -> None:
         self.task, self.sem, self.steps = task, sem, steps
@@ -229,10 +223,9 @@ class RunState:
         self.late_argument: tuple[int, str, str, dict[str, Any]] | None = None
 
     def _init_said(self, steps: list[Step]) -> None:
-        self.planned = planned_calls(steps)
-        self.looked_up = looked_up(steps)
-        self.next_calls = next_calls(steps)
-        self.answers = final_answers(steps)
+        said = ahead(steps)
+        self.planned, self.looked_up, self.next_calls, self.answers = (
+            said.planned, said.looked_up, said.next_calls, said.answers)
         # Since the agent last spoke: tool results come back, calls made.
         self.results_since_statement = 0
         self.calls_since_statement: set[str] = set()
@@ -267,9 +260,7 @@ class RunState:
 
     def completion(self, sentence: str) -> re.Match[str] | None:
         """An action reported as done: a verb of the common list ("has been
-        cancelled"), or the verb a tool of this run is named after ("Your line
-        has been refueled" when the run has refuel_data): the run's own tools
-        say which actions there are."""
+        cancelled"), or one a tool of this run is named after ("refueled": refuel_data)."""
         m = COMPLETION_RE.search(sentence)
         if m is not None or not self.tool_verbs:
             return m
@@ -282,9 +273,7 @@ class RunState:
         return None
 
     def done_before(self, verb: str, rest: str) -> bool:
-        """A result earlier in the run says it was done to the thing the
-        sentence names ("You cool the potato 1" at step 16, "Now I cool a
-        potato (1)" at step 23: a restatement, not a phantom)."""
+        """An earlier result says it was done to the thing named ("You cool the potato 1"): a restatement."""
         thing = next((w for w in tokens(rest) if w not in EN_STOP_WORDS and not w.isdigit()), "")
         stem = verb_stem(verb)
         return bool(thing) and len(stem) >= 3 and any(stem in t and thing in t for t in self.done_texts)
@@ -447,11 +436,9 @@ class RunState:
         )
 
     def _note_failed_call(self, call: Call, result: Step, bad: bool) -> None:
-        """Keep a failed function call until the agent speaks. A call that
-        works settles it when made after the error came back (a retry, or
-        another way to the same answer), or when it is the same tool asked in
-        parallel (two emails tried at once: the reply needs only the answer).
-        Another tool's call sent with it in parallel does not."""
+        """Keep a failed function call until the agent speaks; a call that works
+        settles it when made after the error came back, or of the same tool in
+        parallel (two emails tried at once), not another tool's in parallel."""
         if bad:
             self._since.failed_calls.append((call.step, result))
         else:
@@ -588,80 +575,60 @@ def tool_names(context: dict[str, Any] | None, steps: Sequence[Step]) -> frozens
     return frozenset(n for n in names if n and n not in REPLY_TOOLS and n not in FINISH_TOOLS)
 
 
-def planned_calls(steps: Sequence[Step]) -> dict[int, Salient]:
-    """For each thought, the salient units of the calls it goes on to make in
-    the same turn (until the next observation): what it plans, it may name."""
-    out: dict[int, Salient] = {}
-    waiting: list[int] = []
+@dataclass
+class Ahead:
+    """For each thought, what its turn goes on to do (until the next observation)."""
+
+    # The salient units of the calls it makes: what it plans, it may name.
+    planned: dict[int, Salient] = field(default_factory=dict)
+    # The identifiers its next read looks up (minus the program it runs).
+    looked_up: dict[int, set[str]] = field(default_factory=dict)
+    # The tools of the next two calls after it (observations between or not).
+    next_calls: dict[int, set[str]] = field(default_factory=dict)
+    # The final answer that follows it, in a run's final turn.
+    answers: dict[int, str] = field(default_factory=dict)
+
+
+def ahead(steps: Sequence[Step], calls_ahead: int = 2) -> Ahead:
+    out = Ahead()
+    turn: list[int] = []  # thoughts of the turn, for planned
+    to_read: list[int] = []  # thoughts before the turn's first call
+    to_answer: list[int] = []  # thoughts before the turn's final answer
+    to_call: list[tuple[int, int]] = []  # (thought, calls still to collect)
     for step in steps:
         if step.kind == "thought":
-            waiting.append(step.index)
+            turn.append(step.index)
+            to_read.append(step.index)
+            to_answer.append(step.index)
+            to_call.append((step.index, calls_ahead))
         elif step.kind == "observation":
-            waiting = []
-        elif step.kind == "action" and waiting and not is_reply(step) and not is_final(step):
-            sal = extract(call_text(step))
-            for index in waiting:
-                out[index] = sal
-    return out
-
-
-def final_answers(steps: Sequence[Step]) -> dict[int, str]:
-    """For each thought of a run's final turn, the final answer that follows it."""
-    out: dict[int, str] = {}
-    waiting: list[int] = []
-    for step in steps:
-        if step.kind == "thought":
-            waiting.append(step.index)
-        elif step.kind == "observation":
-            waiting = []
-        elif is_final(step):
-            for index in waiting:
-                out[index] = step_text(step)
-            waiting = []
-    return out
-
-
-def next_calls(steps: Sequence[Step], ahead: int = 2) -> dict[int, set[str]]:
-    """For each thought, the tools of the next ``ahead`` calls after it."""
-    out: dict[int, set[str]] = {}
-    waiting: list[tuple[int, int]] = []  # (thought index, calls still to collect)
-    for step in steps:
-        if step.kind == "thought":
-            waiting.append((step.index, ahead))
-        elif step.kind == "action" and not is_reply(step):
+            turn, to_read, to_answer = [], [], []
+        if step.kind == "action" and not is_reply(step):
             tool = (step.tool or "").strip().lower()
-            still = []
-            for index, left in waiting:
-                out.setdefault(index, set()).add(tool)
-                if left > 1:
-                    still.append((index, left - 1))
-            waiting = still
+            for index, _ in to_call:
+                out.next_calls.setdefault(index, set()).add(tool)
+            to_call = [(index, left - 1) for index, left in to_call if left > 1]
+            if turn and not is_final(step):
+                out.planned.update(dict.fromkeys(turn, extract(call_text(step))))
+            if to_read and is_read_call(step.tool, raw_args(step)):
+                ids = _looked_up(step)
+                for index in to_read:
+                    out.looked_up.setdefault(index, set()).update(ids)
+            to_read = []
+        if is_final(step):
+            out.answers.update(dict.fromkeys(to_answer, step_text(step)))
+            to_answer = []
     return out
 
 
-def looked_up(steps: Sequence[Step]) -> dict[int, set[str]]:
-    """For each thought, the identifiers its next read looks up: the
-    arguments of a read call, minus the program it runs."""
-    out: dict[int, set[str]] = {}
-    waiting: list[int] = []
-    for step in steps:
-        if step.kind == "thought":
-            waiting.append(step.index)
-        elif step.kind == "observation":
-            waiting = []
-        elif step.kind == "action" and waiting and not is_reply(step):
-            args = raw_args(step)
-            if is_read_call(step.tool, args):
-                text = args_text(args) or step.text or ""
-                ids = set(extract(text).ids)
-                # Programs a pipeline runs are tools, not what it looks up
-                # ("find … -exec md5sum {} +", "… | sha256sum").
-                for program in _PROGRAM_RE.finditer(text):
-                    ids.discard(program.group(1).lower())
-                for index in waiting:
-                    out.setdefault(index, set()).update(ids)
-            waiting = []
-    return out
+def _looked_up(step: Step) -> set[str]:
+    text = args_text(raw_args(step)) or step.text or ""
+    ids = set(extract(text).ids)
+    # Programs a pipeline runs are tools, not what it looks up
+    # ("find … -exec md5sum {} +", "… | sha256sum").
+    for program in _PROGRAM_RE.finditer(text):
+        ids.discard(program.group(1).lower())
+    return ids
 
 
 def person_names(data: Any) -> set[str]:

@@ -1,21 +1,12 @@
 """How sure a break is: the kind of its evidence, and whether it is shown.
 
-A break is *strong* when the run itself holds the proof of the lapse: a value
-contradicted by what was observed for the same thing, an error or empty result
-read as data or success, a question asked again after it was answered, a call
-claimed that was never made, a solution resubmitted after it was rejected, a
-value the text says it read in a result that the result does not hold. Such a
-break is the run's anchor break: outlined on the run page, counted by the
-list, the dashboard, what-if and the review items.
-
-A break is *weak* when all it has is an absence: a value nothing observed
-supports, an argument nothing observed holds, a result the next turn did not
-visibly use. Agents legitimately compute, convert, know common facts, repeat
-policy and paraphrase, so an absence is a finding "worth a look", listed apart
-and never the outlined step — unless the run later contradicts the same value.
-
-Demotion (``demoted``): a project whose reviewers found a pattern unreliable
-for their agents treats it as weak; the detector is not retuned for them.
+*Strong*: the run itself holds the proof (a value contradicted by what was
+observed, a failure read as success, a question asked again, a call claimed
+and never made): the run's anchor break, outlined and counted everywhere.
+*Weak*: all it has is an absence (nothing observed supports it). Agents
+compute, convert, know facts and paraphrase, so an absence is a finding worth
+a look, never the outlined step. A project's reviewers may demote a pattern
+to weak for their agents (``demoted``); the detector is not retuned for them.
 """
 
 from __future__ import annotations
@@ -67,9 +58,8 @@ WEAK_PATTERNS = frozenset(["unsupported_claim", "unobserved_argument", "ignored_
 
 
 def evidence_of(pattern: str, cited: bool = False, probe: bool = False) -> Evidence:
-    """The evidence row of a break; ``cited``: an unsupported value the text
-    says it read in a result ("the observation says …"); ``probe``: a re-query
-    of a call that passes no arguments."""
+    """The evidence row of a break; ``cited``: the text says it read the value in
+    a result; ``probe``: a re-query of a call that passes no arguments."""
     if cited and pattern == "unsupported_claim":
         return EVIDENCE["misread_result"]
     if probe and pattern == "requery":

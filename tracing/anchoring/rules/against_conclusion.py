@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 
 from tracing.anchoring.common import Break, quote
 from tracing.anchoring.salience import extract
+from tracing.steps import Step
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import RunState
-    from tracing.steps import Step
 
 NAME = "against_conclusion"
 

@@ -18,10 +18,10 @@ from tracing.anchoring.common import Break, quote, shown
 from tracing.anchoring.phrases import ATTRIBUTION_RE
 from tracing.anchoring.salience import FILLER_WORDS, extract, is_cjk, split_sentences
 from tracing.normalize import EN_STOP_WORDS, tokens
+from tracing.steps import Step
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import RunState
-    from tracing.steps import Step
 
 NAME = "answered_from_memory"
 

@@ -22,11 +22,10 @@ from tracing.anchoring.phrases import NEGATED_RE
 from tracing.anchoring.salience import FILLER_WORDS
 from tracing.normalize import EN_STOP_WORDS, action_key, tokens
 from tracing.results import is_command
-from tracing.steps import is_reply
+from tracing.steps import Step, is_reply
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import RunState
-    from tracing.steps import Step
 
 NAME = "ignored_observation"
 

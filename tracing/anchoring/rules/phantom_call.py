@@ -44,11 +44,10 @@ from tracing.anchoring.phrases import (
     verb_stem,
 )
 from tracing.anchoring.salience import extract, split_sentences
-from tracing.steps import is_reply
+from tracing.steps import Step, is_reply
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import RunState
-    from tracing.steps import Step
 
 NAME = "phantom_call"
 UNTESTED = "untested_claim"

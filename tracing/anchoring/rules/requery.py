@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 from tracing.anchoring.common import Break, args_text, call_text, no_arguments, quote, step_text
 from tracing.normalize import jaccard, tokens
 from tracing.results import is_move_call, move_place
+from tracing.steps import Step
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import RunState
-    from tracing.steps import Step
 
 NAME = "requery"
 

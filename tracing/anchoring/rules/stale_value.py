@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 from tracing.anchoring.common import Break, is_question, label_blocks, not_a_claim, quote, what
 from tracing.anchoring.rules.wrong_record import record_break
 from tracing.anchoring.salience import split_sentences
+from tracing.steps import Step
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import RunState
-    from tracing.steps import Step
 
 NAME = "stale_value"
 

@@ -50,11 +50,10 @@ from tracing.anchoring.phrases import (
 from tracing.anchoring.salience import FILLER_WORDS, extract, split_sentences
 from tracing.normalize import tokens
 from tracing.results import is_command, is_read_call
-from tracing.steps import is_reply
+from tracing.steps import Step, is_reply
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import Observed, RunState
-    from tracing.steps import Step
 
 NAME = "unconfirmed_success"
 

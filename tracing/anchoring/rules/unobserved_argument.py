@@ -1,49 +1,26 @@
-"""Call arguments that carry something the agent never saw (issue 11).
+"""unobserved_argument: a call argument carrying an identifier the agent never saw.
 
-The rest of the detector judges what the agent *says*. A tool call acts: when
-its argument carries an identifier, the identifier had to be read somewhere.
-``get_details_by_id({"id": "L1001"})`` after ``get_customer_by_phone``
-answered ``Error: Customer not found``, ``get_user_details({"user_id":
-"sofia_hernandez_5364"})`` when no lookup ever returned that user, ``take mug 2
-from shelf 1`` when no mug 2 was ever in sight: the call acts on a record or
-an object that no evidence holds. The break is that call, or the statement of
-the same turn that first named the value ("Now I find an apple (1)." right
-before ``take apple 1 from countertop 3``); the reason names both steps.
+A tool call acts: when its argument carries an identifier, it had to be read
+somewhere. ``get_details_by_id({"id": "L1001"})`` after "Customer not found",
+a ``user_id`` no lookup returned, ``take mug 2 from shelf 1`` with no mug 2
+in sight: the agent acts on a record or an object no evidence holds. The
+break is the call, or the statement of its turn that first named the value.
 
-Identifier: a value that can only be known by reading it.
-- in a function call, an argument value that is one token (no spaces) with a
-  digit in it and at least four characters (``#W4923227``, ``L1001``,
-  ``B07MTPW3Z7``, ``5753502325``, ``555-123-2002``), or an email; free text
-  (a summary, a message, an expression), dates, plain amounts and short
-  numbers are not;
-- in a text-mode tool, an argument that is itself such a value
-  (``click[B07S6WNZ9N]``; not a search query), or the object instance (a word
-  and its number) a command handles, not the place it goes to: going
-  somewhere, opening or looking is how an agent explores;
-- in a shell command, a file name it reads (outside quotes, not one the
-  command creates), judged once the result is back: a guess that fails is
-  exploration, and ``ls`` / ``find`` / ``stat`` probes are never flagged;
-- Python cells and SQL are not checked: a program names what it defines.
+Identifiers: a one-token argument value with a digit (at least MIN_ID_CHARS)
+or an email, not prose, dates or amounts; in a text-mode tool, an argument
+that is such a value (``click[B07S6WNZ9N]``, not a query) or the object a
+command handles (going, opening and looking are exploring); in a shell
+command, a file it reads, judged once the result is back (a guess that fails
+is exploration). Python cells and SQL name what they define: not checked.
 
-Evidence: the task, the run's context (policy, tool schemas with their enums
-and examples), every observation before the call (user turns included), the
-agent's own earlier calls, and its statements of earlier turns (not the turn
-that makes the call: the thought "let me open L1001" does not make L1001
-observed). An identifier is found when it occurs as a whole token (``L1001``
-does not back ``L10011``; ``#`` and case are ignored), or, for one with a run
-of four or more digits, when that run occurs on its own (``9502127`` given by
-the user backs ``#W9502127``), or, for a phone number, when its digits occur
-in the same order with separators of any kind (``(555) 123-2002``).
+Evidence: the task, the context, every earlier observation, the agent's own
+calls and its statements of earlier turns (not the turn that makes the call).
+A value is found as a whole token, by its run of MIN_DIGIT_RUN digits, or for
+a phone number by its digits in order.
 
-Cost: the argument values of each call are scanned once; each identifier is
-searched in the joined evidence text (each step capped at MAX_EVIDENCE_CHARS),
-first as a plain substring, so a run costs O(identifiers * evidence) in C-speed
-scans; calls of programs and prose carry none.
-
-Evidence: ``strength.EVIDENCE["unobserved_argument"]`` ("argument nothing
-observed holds", weak). ``ArgumentCheck`` is part of the run's state
-(``tracing.anchoring.state``): ``on_call`` and ``on_result`` return its
-verdict on the latest call and result.
+Evidence strength: ``strength.EVIDENCE["unobserved_argument"]`` (weak).
+``ArgumentCheck`` is part of the run's state: ``on_call`` and ``on_result``
+return its verdict on the latest call and result.
 """
 
 from __future__ import annotations
@@ -54,10 +31,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tracing.anchoring.common import Break, quote
+from tracing.steps import Step
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import RunState
-    from tracing.steps import Step
 
 NAME = "unobserved_argument"
 

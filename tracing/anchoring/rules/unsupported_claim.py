@@ -46,11 +46,10 @@ from tracing.anchoring.rules.phantom_call import unmade_lookup
 from tracing.anchoring.rules.unconfirmed_success import REASONING_RE, asked_words
 from tracing.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, split_sentences
 from tracing.normalize import tokens
-from tracing.steps import is_reply
+from tracing.steps import Step, is_reply
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import Observed, RunState
-    from tracing.steps import Step
 
 NAME = "unsupported_claim"
 

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from tracing.anchoring.common import LIST_MARK_RE, Break, quote, what
 from tracing.anchoring.salience import split_sentences
+from tracing.steps import Step
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import RunState
-    from tracing.steps import Step
 
 NAME = "wrong_record"
 

@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Any
 from tracing.anchoring.common import Break, quote
 from tracing.anchoring.salience import split_sentences
 from tracing.normalize import tokens
+from tracing.steps import Step
 
 if TYPE_CHECKING:
     from tracing.anchoring.state import RunState
-    from tracing.steps import Step
 
 NAME = "wrong_relation"
 

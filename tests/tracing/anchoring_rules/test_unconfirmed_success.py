@@ -1,0 +1,37 @@
+"""unconfirmed_success: a household text agent and a tool-calling customer-service agent."""
+
+from __future__ import annotations
+
+from tests.tracing.helpers import Run
+
+
+def _patterns(run: Run, pattern: str = "unconfirmed_success"):
+    return [b.step for b in run.report().breaks if b.pattern == pattern]
+
+
+def test_a_command_that_did_nothing_reported_done():
+    run = (Run().command("put potato 1 in microwave 1", tool="put").result("put", "Nothing happens.")
+           .thought("Now I put the potato 1 in microwave 1."))
+    assert _patterns(run) == [2]
+
+
+def test_a_failed_command_acknowledged():
+    run = (Run().command("put potato 1 in microwave 1", tool="put").result("put", "Nothing happens.")
+           .thought("Nothing happens, so I need to open the microwave 1 first."))
+    assert _patterns(run) == []
+
+
+def test_a_refused_change_reported_done():
+    run = (Run().user("Please change the payment method of order #W1234567 to my Visa.")
+           .call("modify_payment", {"order_id": "#W1234567", "payment_method_id": "credit_card_1"})
+           .result("modify_payment", "Error: payment method not allowed for this order")
+           .reply("Your payment method has been changed to the Visa."))
+    assert _patterns(run) == [3]
+
+
+def test_a_change_that_worked_reported_done():
+    run = (Run().user("Please change the payment method of order #W1234567 to my Visa.")
+           .call("modify_payment", {"order_id": "#W1234567", "payment_method_id": "credit_card_1"})
+           .result("modify_payment", {"order_id": "#W1234567", "payment_method_id": "credit_card_1"})
+           .reply("Your payment method has been changed to the Visa."))
+    assert _patterns(run) == []

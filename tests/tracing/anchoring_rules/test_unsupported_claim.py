@@ -1,0 +1,36 @@
+"""unsupported_claim: a text ReAct agent over search and a tool-calling customer-service agent."""
+
+from __future__ import annotations
+
+from tests.tracing.helpers import Run
+
+PAGE = "Wang Guowei (1877-1927) was a Chinese scholar, born in Hangzhou."
+
+
+def _unsupported(run: Run, task: str = ""):
+    return [b.step for b in run.report(task=task).breaks if b.pattern == "unsupported_claim"]
+
+
+def test_a_birthplace_no_page_gives():
+    run = Run().call("Search", "Wang Guowei").result("Search", PAGE).thought("Wang Guowei was born in Haiyan.")
+    assert _unsupported(run, "Where was Wang Guowei born?") == [2]
+
+
+def test_the_birthplace_the_page_gives():
+    run = Run().call("Search", "Wang Guowei").result("Search", PAGE).thought("Wang Guowei was born in Hangzhou.")
+    assert _unsupported(run, "Where was Wang Guowei born?") == []
+
+
+def _order(said: str):
+    return (Run().user("What is the total of order #W1234567?")
+            .call("get_order_details", {"order_id": "#W1234567"})
+            .result("get_order_details", {"order_id": "#W1234567", "total": 2895.55})
+            .reply(said))
+
+
+def test_a_total_no_result_holds():
+    assert _unsupported(_order("The total of order #W1234567 is $3120.40.")) == [3]
+
+
+def test_the_total_the_result_holds():
+    assert _unsupported(_order("The total of order #W1234567 is $2,895.55.")) == []
