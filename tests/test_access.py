@@ -62,6 +62,7 @@ class Case:
     kind: str = "page"  # page (login redirect when anonymous) | api (401) | public
     outsider: int = 404  # what a member of another project gets
     label: str = ""
+    own_run: bool = False  # API: only the run's owner's token writes it (others with the role get 404)
 
     @property
     def id(self) -> str:
@@ -189,12 +190,19 @@ CASES = [
     Case("tracing:tokens", need="admin", outsider=OWN),
     Case("tracing:token_revoke", ("token",), method="post", ok=302, need="admin"),
     Case("tracing:openapi", need="public", kind="public", outsider=OWN),
-    Case("tracing:otlp_traces", method="post", data={"resourceSpans": []}, kind="api", outsider=OWN),
-    Case("tracing:api_runs", method="post", data={"prompt": "p"}, kind="api", ok=201, outsider=201),
+    # Tokens act with their member's role at the request (viewer reads; reviewer creates, sends, finishes,
+    # labels); `own_run`: a write to the token member's own runs, another member's token gets 404.
+    Case("tracing:otlp_traces", method="post", data={"resourceSpans": []}, kind="api", need="reviewer",
+         outsider=OWN),
+    Case("tracing:api_runs", method="post", data={"prompt": "p"}, kind="api", need="reviewer", ok=201,
+         outsider=201),
     Case("tracing:api_run", ("api_run",), kind="api"),
-    Case("tracing:api_run_steps", ("api_run",), method="post", data={"steps": []}, kind="api"),
-    Case("tracing:api_run_finish", ("api_run",), method="post", data={"status": "succeeded"}, kind="api"),
-    Case("tracing:api_run_labels", ("api_run",), method="patch", data={"add_tags": ["x"]}, kind="api"),
+    Case("tracing:api_run_steps", ("api_run",), method="post", data={"steps": []}, kind="api", need="reviewer",
+         own_run=True),
+    Case("tracing:api_run_finish", ("api_run",), method="post", data={"status": "succeeded"}, kind="api",
+         need="reviewer", own_run=True),
+    Case("tracing:api_run_labels", ("api_run",), method="patch", data={"add_tags": ["x"]}, kind="api",
+         need="reviewer", own_run=True),
 ]
 
 
@@ -252,6 +260,9 @@ class World:
                                             snapshot_at=self.run.created_at, status=WhatIfJob.Status.DONE, result=[])
         admin = self.actors["admin"]
         self.member_token = token_create(user=alice, project_id=project.pk, name="mine")[1]
+        self.tokens = {"owner": self.member_token, **{
+            actor: token_create(user=self.actors[actor], project_id=project.pk, name=actor)[1]
+            for actor in ("viewer", "reviewer", "admin")}}
         self.outsider_token = token_create(user=self.actors["outsider"], project_id=other.pk, name="theirs")[1]
         self.token = token_create(user=admin, project_id=project.pk, name="admin's")[0].pk
         self.api_run = make_run(owner=alice, status="running", source="api", provider="import")
@@ -288,7 +299,11 @@ def _request(client, case: Case, world: World, *, token: str | None = None):
 def expected(case: Case, actor: str) -> int:
     if actor == "outsider":
         return case.outsider
-    if case.need in ("public", "viewer") or case.kind == "api":
+    if case.kind == "api":
+        if RANK[ACTORS[actor]] < RANK[case.need]:
+            return 403
+        return 404 if case.own_run and actor != "owner" else case.ok
+    if case.need in ("public", "viewer"):
         return case.ok
     if case.need == "stop":
         return case.ok if actor in ("owner", "admin") else 403
@@ -314,9 +329,29 @@ def test_signed_in(client, world, case, actor):
     assert response.status_code == expected(case, actor), response.content[:500]
 
 
-@pytest.mark.parametrize("actor", ["owner", "outsider"])
+@pytest.mark.parametrize("actor", [*ACTORS, "outsider"])
 @pytest.mark.parametrize("case", [c for c in CASES if c.kind == "api"], ids=lambda case: case.id)
 def test_api_token(client, world, case, actor):
-    token = world.member_token if actor == "owner" else world.outsider_token
+    token = world.outsider_token if actor == "outsider" else world.tokens[actor]
     response = _request(client, case, world, token=token)
     assert response.status_code == expected(case, actor), response.content[:500]
+    if response.status_code == 403:
+        # JSON naming the role it needs and the one the token's member has.
+        message = response.json()["error"]
+        assert f"needs the {case.need} role" in message and f"is a {ACTORS[actor]}" in message
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.kind == "api" and c.need == "reviewer"],
+                         ids=lambda case: case.id)
+def test_a_demoted_members_token_loses_its_writes_at_once(client, world, case):
+    """The admin's token wrote; demoted to viewer, the same token is refused on the next request."""
+    Membership.objects.filter(user=world.actors["admin"]).update(role=Role.VIEWER)
+    response = _request(client, case, world, token=world.tokens["admin"])
+    assert response.status_code == 403, response.content[:500]
+    assert "needs the reviewer role" in response.json()["error"]
+
+
+def test_a_viewers_token_still_reads(client, world):
+    response = client.get(reverse("tracing:api_run", args=[world.api_run.pk]),
+                          headers={"Authorization": f"Bearer {world.tokens['viewer']}"})
+    assert response.status_code == 200 and response.json()["id"] == world.api_run.pk

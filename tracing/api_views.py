@@ -20,7 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agentlab.projects import current
-from agentlab.projects.models import Role
+from agentlab.projects.models import RANK, Role
 from tracing.ingest import services
 from tracing.ingest.jsonapi import ApiError, load_json, parse_finish, parse_runs, parse_steps
 from tracing.ingest.openapi import openapi_spec
@@ -34,7 +34,7 @@ from tracing.models import ApiToken, get_run_model
 DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
 PROTOBUF = "application/x-protobuf"
 # gRPC status codes used in OTLP error bodies (google.rpc.Status.code).
-_RPC_CODES = {400: 3, 401: 16, 404: 5, 409: 9, 413: 8, 415: 3}
+_RPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 409: 9, 413: 8, 415: 3}
 
 
 def max_body_bytes() -> int:
@@ -57,6 +57,15 @@ def _authenticate(request: HttpRequest) -> ApiToken:
     if found is None:
         raise ApiError("unknown or revoked token", 401)
     return found
+
+
+def require_token_role(token: ApiToken, role: str) -> None:
+    """The web's role rule for a token (README "Who may do what"): its member's
+    role now, read with the token, so a demotion binds the token at once."""
+    have = Role(token.role)
+    if RANK[have] < RANK[Role(role)]:
+        raise ApiError(f"this token's member is a {have.value} in {token.project_name}; this needs the "
+                       f"{Role(role).value} role: ask a project admin", 403)
 
 
 def _read_body(request: HttpRequest) -> bytes:
@@ -130,6 +139,7 @@ def _run_summary(run) -> dict:
 @require_POST
 @api_endpoint
 def runs_create(request: HttpRequest, token: ApiToken) -> HttpResponse:
+    require_token_role(token, Role.REVIEWER)
     requests = parse_runs(_json_request(request))
     results = services.runs_ingest(owner=token.user, project_id=token.project_id, requests=requests)
     return JsonResponse({"runs": [r.as_dict() for r in results]}, status=201)
@@ -148,6 +158,7 @@ def run_show(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse
 @require_POST
 @api_endpoint
 def run_steps(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
+    require_token_role(token, Role.REVIEWER)
     body = _json_request(request)
     if not isinstance(body, dict) or "steps" not in body:
         raise ApiError('the body must be an object {"steps": [...]}')
@@ -161,6 +172,7 @@ def run_steps(request: HttpRequest, token: ApiToken, run_id: int) -> HttpRespons
 @require_POST
 @api_endpoint
 def run_finish(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
+    require_token_role(token, Role.REVIEWER)
     finish = parse_finish(_json_request(request))
     run = services.run_finish_api(owner=token.user, project_id=token.project_id, run_id=run_id, finish=finish)
     return JsonResponse(_run_summary(run))
@@ -171,6 +183,7 @@ def run_finish(request: HttpRequest, token: ApiToken, run_id: int) -> HttpRespon
 def run_labels(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
     """Tags, metadata and session of a run (tracing.labels.apply_patch): the
     run row is locked so two patches adding tags cannot lose one."""
+    require_token_role(token, Role.REVIEWER)
     body = _json_request(request)
     with transaction.atomic():
         # A write, as the steps API's: a run of the token's project and its member.
@@ -236,6 +249,7 @@ def otlp_traces(request: HttpRequest) -> HttpResponse:
     proto = content_type in (PROTOBUF, "application/protobuf")
     try:
         token = _authenticate(request)
+        require_token_role(token, Role.REVIEWER)
         if not proto and content_type != "application/json":
             raise ApiError(f"Content-Type must be {PROTOBUF} or application/json, not {content_type or 'missing'}",
                            415)
