@@ -26,6 +26,7 @@ from runs.policies.models import Policy
 from runs.pricing.prices import PriceTable
 from runs.queue import QueueUnavailable
 from runs.search.selectors import RunSearch, search_runs
+from tracing import shown_json
 from tracing.models import ModelCall, Step
 from tracing.timeline import run_calls, span_rows
 from tracing.waterfall import MAX_BARS, chart, span_tree
@@ -363,7 +364,7 @@ def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
         },
     }
     response = StreamingHttpResponse(
-        iter([json.dumps(line, ensure_ascii=False) + "\n"]), content_type="application/x-ndjson; charset=utf-8"
+        iter([shown_json.dumps(line) + "\n"]), content_type="application/x-ndjson; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
     return response
