@@ -6,6 +6,7 @@ the session cookie, so a cross-site form cannot use a signed-in browser.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Callable
 from functools import wraps
@@ -33,8 +34,9 @@ from tracing.models import ApiToken, get_run_model
 # for long prompts in every span while bounding one request's memory.
 DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
 PROTOBUF = "application/x-protobuf"
+log = logging.getLogger(__name__)
 # gRPC status codes used in OTLP error bodies (google.rpc.Status.code).
-_RPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 409: 9, 413: 8, 415: 3}
+_RPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 409: 9, 411: 3, 413: 8, 415: 3}
 
 
 def max_body_bytes() -> int:
@@ -68,6 +70,19 @@ def require_token_role(token: ApiToken, role: str) -> None:
                        f"{Role(role).value} role: ask a project admin", 403)
 
 
+def _body_stream(request: HttpRequest):
+    """The request, or for a chunked body (no Content-Length: OTLP exporters
+    may stream) the server's de-chunked input: Django reads a body without a
+    length as empty. Servers that de-chunk say so with `wsgi.input_terminated`
+    (gunicorn does); on any other, reading on would block, so it is a 411."""
+    meta = request.META
+    if meta.get("CONTENT_LENGTH") or "chunked" not in meta.get("HTTP_TRANSFER_ENCODING", "").lower():
+        return request
+    if not meta.get("wsgi.input_terminated") or "wsgi.input" not in meta:
+        raise ApiError("a chunked body needs a server that de-chunks it: send Content-Length", 411)
+    return meta["wsgi.input"]
+
+
 def _read_body(request: HttpRequest) -> bytes:
     """The request body, gunzipped, refused past the size cap (before and after decompression)."""
     cap = max_body_bytes()
@@ -78,7 +93,7 @@ def _read_body(request: HttpRequest) -> bytes:
     if declared > cap:
         raise ApiError(f"the body is {declared} bytes; the limit is {cap} bytes", 413)
     # request.read, not request.body: the latter applies Django's 2.5 MB form limit.
-    raw = request.read(cap + 1)
+    raw = _body_stream(request).read(cap + 1)
     if len(raw) > cap:
         raise ApiError(f"the body is over the limit of {cap} bytes", 413)
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
@@ -263,6 +278,13 @@ def otlp_traces(request: HttpRequest) -> HttpResponse:
         try:
             result = services.otlp_ingest(owner=token.user, project_id=token.project_id, spans=spans,
                                           analyse=analyse)
+        except ApiError:
+            raise
+        except services.UNREADABLE as exc:
+            log.exception("OTLP batch of %d spans refused as a partial success", len(spans))
+            # Past the per-trace guard (a run's fields, a label): the batch is
+            # refused as a partial success, which exporters log and never resend.
+            return _otlp_reply(proto, 200, f"the spans could not be read: {str(exc)[:200]}", rejected=len(spans))
         except IntegrityError:
             # Two requests created the same trace's run at once; the second
             # attempt finds it and appends.

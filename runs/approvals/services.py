@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 
@@ -13,6 +12,7 @@ from runs.approvals.models import Approval
 from runs.approvals.pause import approval_ttl
 from runs.launch.models import Run
 from runs.launch.services import run_enqueue
+from tracing import untrusted_json
 from tracing.recorder import clean_value
 from tracing.signals import send_run_ended
 
@@ -39,12 +39,14 @@ def _parse_args(text: str) -> dict:
     if "\x00" in text:
         raise ApprovalError("The arguments hold a NUL character.")
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+        # The loader of every JSON form field: a lone surrogate escape is refused
+        # naming where, an escaped NUL kept as U+FFFD (Postgres takes neither).
+        value = untrusted_json.loads(text, where="the arguments", root="arguments")
+    except untrusted_json.UntrustedJsonError as exc:
         raise ApprovalError(f"The arguments are not valid JSON: {str(exc)[:200]}") from exc
     if not isinstance(value, dict):
         raise ApprovalError('The arguments must be a JSON object, e.g. {"text": "..."}.')
-    return clean_value(value)  # a NUL or lone surrogate escaped in the JSON: Postgres refuses them
+    return clean_value(value)
 
 
 def _stale(approval: Approval) -> ApprovalError:
