@@ -74,7 +74,10 @@ def approval_decide(*, approval_id: int, user, verdict: str, args_text: str = ""
     with transaction.atomic():
         approval = Approval.objects.select_for_update(of=("self",)).select_related("decided_by").get(pk=approval_id)
         if approval.status != Approval.Status.PENDING:
-            raise _stale(approval)
+            # Waiting for the lock, Postgres re-read the locked row but not the
+            # decider joined to it (an outer join re-checked after a wait keeps
+            # its old, empty side): read both again, now that the winner committed.
+            raise _stale(Approval.objects.select_related("decided_by").get(pk=approval_id))
         approval.status, approval.decided_args, approval.reason = verdict, args, reason
         approval.decided_by, approval.decided_at = user, timezone.now()
         approval.save(update_fields=["status", "decided_args", "reason", "decided_by", "decided_at"])
