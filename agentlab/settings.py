@@ -50,6 +50,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app server itself (compressed, cached); no nginx needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Postgres unreachable: 503 with Retry-After for every entry point (OTLP exporters retry 503, not 500).
+    "agentlab.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
