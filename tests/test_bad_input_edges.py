@@ -24,13 +24,8 @@ HUGE = "7" * 4301
 
 @pytest.fixture
 def raw_client():
+    """A 500 is a response here, not an exception: what a client would get."""
     return Client(raise_request_exception=False)
-
-
-@pytest.fixture
-def admin(raw_client, user):
-    raw_client.force_login(user)
-    return raw_client
 
 
 @pytest.fixture
@@ -44,31 +39,31 @@ def token(user):
 @pytest.mark.parametrize("query", [{"until": "9999-12-31"}, {"since": "0001-01-01"}, {"since": "9999-12-31"},
                                    {"until": "0001-01-01"}, {"since": "0001-01-01", "until": "0001-01-02"}])
 @pytest.mark.parametrize("path", ["/runs/", "/dashboard/"])
-def test_a_day_past_the_calendar_is_a_form_error_naming_the_field(admin, path, query):
-    response = admin.get(path, query)
+def test_a_day_past_the_calendar_is_a_form_error_naming_the_field(auth_client, path, query):
+    response = auth_client.get(path, query)
     assert response.status_code in (200, 400), response.status_code
     errors = response.context["form"].errors
     assert set(errors) & set(query), errors
     assert "a day from 1970-01-01 to 9999-12-30" in response.content.decode()
 
 
-def test_the_last_and_first_days_still_filter(admin, make_run):
+def test_the_last_and_first_days_still_filter(auth_client, make_run):
     run = make_run(steps=1)
-    response = admin.get("/runs/", {"since": "1970-01-01", "until": "9999-12-30"})
+    response = auth_client.get("/runs/", {"since": "1970-01-01", "until": "9999-12-30"})
     assert response.status_code == 200 and run in response.context["runs"]
-    response = admin.get("/dashboard/", {"since": "9999-12-01", "until": "9999-12-30"})
+    response = auth_client.get("/dashboard/", {"since": "9999-12-01", "until": "9999-12-30"})
     assert response.status_code == 200
 
 
 # --- NUL, surrogates and lengths before Postgres or a library sees them ------------------------
 
 
-def test_a_nul_session_id_is_a_404(admin):
-    assert admin.get("/runs/session/", {"id": "\x00"}).status_code == 404
+def test_a_nul_session_id_is_a_404(auth_client):
+    assert auth_client.get("/runs/session/", {"id": "\x00"}).status_code == 404
 
 
-def test_a_member_added_by_a_username_with_nul_is_a_form_error(admin):
-    response = admin.post("/projects/members/", {"username": "bob\x00", "role": "viewer"})
+def test_a_member_added_by_a_username_with_nul_is_a_form_error(auth_client):
+    response = auth_client.post("/projects/members/", {"username": "bob\x00", "role": "viewer"})
     assert response.status_code == 400 and "username: contains a NUL character" in response.content.decode()
     assert Membership.objects.count() == 1
 
@@ -89,7 +84,7 @@ def test_a_login_with_nul_is_a_form_error(raw_client, user):
 
 
 @pytest.mark.parametrize("args", ['{"text": "\\ud800"}', '{"text": "a\\udfffb"}', '{"\\ud800": 1}'])
-def test_an_approval_edited_with_a_lone_surrogate_escape_is_refused(admin, make_run, args):
+def test_an_approval_edited_with_a_lone_surrogate_escape_is_refused(auth_client, make_run, args):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -97,7 +92,7 @@ def test_an_approval_edited_with_a_lone_surrogate_escape_is_refused(admin, make_
     run = make_run(steps=4, status="awaiting")
     approval = Approval.objects.create(run=run, step_index=4, tool="send_message", args={"text": "hi"},
                                        expires_at=timezone.now() + timedelta(hours=1))
-    response = admin.post(f"/approvals/{approval.pk}/decide/", {"verdict": "edited", "args": args})
+    response = auth_client.post(f"/approvals/{approval.pk}/decide/", {"verdict": "edited", "args": args})
     assert response.status_code == 400, response.status_code
     assert "lone UTF-16 surrogate" in response.content.decode()
     assert Approval.objects.get(pk=approval.pk).status == "pending"
