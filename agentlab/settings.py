@@ -253,6 +253,9 @@ CELERY_BEAT_SCHEDULE = {
     },
 
     "close-stale-traces": {"task": "tracing.tasks.close_stale_traces", "schedule": 60.0},
+    # Projects' retention (keep runs N days): older runs deleted in batches, each deletion recorded.
+    "delete-expired-runs": {"task": "tracing.tasks.delete_expired_runs", "schedule": 3600.0,
+                            "options": {"expires": 3600.0}},
     # Approval requests past APPROVAL_TTL_S end their runs with the reason, on
     # the control queue beside the reconciler (a busy run queue must not delay it).
     "expire-approvals": {

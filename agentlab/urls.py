@@ -19,6 +19,7 @@ urlpatterns = [
     path("projects/", include("agentlab.projects.urls")),
     path("evaluations/", include("runs.evaluations.urls")),
     path("prices/", include("runs.pricing.urls")),
+    path("deletions/", include("runs.deletion.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

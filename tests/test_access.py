@@ -182,6 +182,15 @@ CASES = [
     Case("projects:member_role", ("viewer_membership",), method="post", data={"role": "reviewer"}, need="admin",
          ok=302),
     Case("projects:member_remove", ("viewer_membership",), method="post", need="admin", ok=302),
+    # deletion (admins): a run, the project (typed confirmation), the records and the retention
+    Case("deletion:records", need="admin", outsider=OWN),
+    Case("deletion:records", method="post", data={"keep_days": "x"}, need="admin", ok=400, outsider=400,
+         label="bad-retention"),
+    Case("deletion:run", ("run",), need="admin"),
+    Case("deletion:run", ("other_run",), method="post", need="admin", ok=302, label="delete"),
+    Case("deletion:project", need="admin", outsider=OWN),
+    Case("deletion:project", method="post", data={"confirm": "wrong"}, need="admin", ok=400, outsider=400,
+         label="unconfirmed"),
     # the root and accounts
     Case("home", need="public", kind="public", ok=302, outsider=302),
     Case("login", need="public", kind="public", outsider=OWN),
@@ -197,6 +206,7 @@ CASES = [
     Case("tracing:api_runs", method="post", data={"prompt": "p"}, kind="api", need="reviewer", ok=201,
          outsider=201),
     Case("tracing:api_run", ("api_run",), kind="api"),
+    Case("tracing:api_run", ("api_run",), method="delete", kind="api", need="admin", label="delete"),
     Case("tracing:api_run_steps", ("api_run",), method="post", data={"steps": []}, kind="api", need="reviewer",
          own_run=True),
     Case("tracing:api_run_finish", ("api_run",), method="post", data={"status": "succeeded"}, kind="api",

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agentlab.projects import current
 from agentlab.projects.models import RANK, Role
+from tracing.deletion import runs_delete
 from tracing.ingest import services
 from tracing.ingest.jsonapi import ApiError, load_json, parse_finish, parse_runs, parse_steps
 from tracing.ingest.openapi import openapi_spec
@@ -160,13 +161,19 @@ def runs_create(request: HttpRequest, token: ApiToken) -> HttpResponse:
     return JsonResponse({"runs": [r.as_dict() for r in results]}, status=201)
 
 
-@require_GET
+@require_http_methods(["GET", "DELETE"])
 @api_endpoint
 def run_show(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
-    # Any run of the token's project (a team reads its runs); another project's is a 404.
-    run = get_run_model().objects.filter(pk=run_id, project_id=token.project_id).first()
+    """GET: any run of the token's project (a team reads its runs); DELETE: an
+    admin's token deletes it, recorded (tracing.deletion). Another project's is a 404."""
+    if request.method == "DELETE":
+        require_token_role(token, Role.ADMIN)
+    run = get_run_model().objects.filter(pk=run_id, project_id=token.project_id).select_related("project").first()
     if run is None:
         raise ApiError(f"run {run_id} not found", 404)
+    if request.method == "DELETE":
+        record = runs_delete(run_ids=[run.pk], user=token.user, project=run.project, target=f"run {run.pk}")
+        return JsonResponse({"deleted": run_id, "counts": record.counts})
     return JsonResponse(_run_summary(run))
 
 
