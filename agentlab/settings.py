@@ -47,6 +47,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: counts every 5xx response for /metrics.
+    "runs.health.middleware.ServerErrorCounter",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app server itself (compressed, cached); no nginx needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -20,6 +20,7 @@ urlpatterns = [
     path("evaluations/", include("runs.evaluations.urls")),
     path("prices/", include("runs.pricing.urls")),
     path("deletions/", include("runs.deletion.urls")),
+    path("", include("runs.health.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -5,6 +5,7 @@ migrations stay where they were. Code imports a model from its package."""
 from runs.approvals.models import Approval, SandboxMessage
 from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.failures.models import LayerLabel
+from runs.health.models import SweepMark
 from runs.launch.models import Document, RerunGroup, Run, Task
 from runs.policies.models import Policy
 from runs.pricing.models import ModelPrice
@@ -12,4 +13,4 @@ from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 
 __all__ = ["Approval", "Document", "Evaluation", "EvaluationRun", "LayerLabel", "ModelPrice", "Policy", "RerunGroup",
-           "ReviewItem", "ReviewLabel", "Run", "SandboxMessage", "Task", "WhatIfJob"]
+           "ReviewItem", "ReviewLabel", "Run", "SandboxMessage", "SweepMark", "Task", "WhatIfJob"]

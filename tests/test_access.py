@@ -191,6 +191,9 @@ CASES = [
     Case("deletion:project", need="admin", outsider=OWN),
     Case("deletion:project", method="post", data={"confirm": "wrong"}, need="admin", ok=400, outsider=400,
          label="unconfirmed"),
+    # health for load balancers and scrapers: public, counts only
+    Case("healthz", need="public", kind="public", outsider=OWN),
+    Case("metrics", need="public", kind="public", outsider=OWN),
     # the root and accounts
     Case("home", need="public", kind="public", ok=302, outsider=302),
     Case("login", need="public", kind="public", outsider=OWN),

@@ -11,8 +11,8 @@ from celery.signals import worker_ready
 from django.conf import settings
 from kombu.exceptions import OperationalError
 
+from runs.health.sweeps import sweep_locked
 from runs.launch.execution import run_execute
-from runs.launch.reconcile import runs_reconcile
 from runs.queue import enqueue
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,9 @@ def send_run(run_id: int, task_id: str) -> None:
 
 @shared_task(name="runs.reconcile", ignore_result=True)
 def reconcile_runs() -> dict[str, int]:
-    return vars(runs_reconcile(send=send_run))
+    # Under the sweep's advisory lock: any number of beats or workers may ask, one sweeps at a time.
+    sweep = sweep_locked(send=send_run)
+    return vars(sweep) if sweep is not None else {"skipped": 1}
 
 
 @worker_ready.connect

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from runs.health.sweeps import stalled_age
 from runs.launch import access, services
 from runs.launch.forms import MODES_OF_PROVIDER, NewRunForm, RunFilterForm
 from runs.launch.models import Run, Task
@@ -111,6 +112,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "now": timezone.now(),
         "live_ids": [run.pk for run in runs if run.is_live],
         "live_every": LIVE_ROWS_EVERY,
+        # Called by the full page only (one query): the more-rows partial shows no banner.
+        "sweep_stalled_s": stalled_age,
     }
     if request.htmx.target == MORE_ROWS_ID:
         return render(request, "launch/_run_rows.html", context)
