@@ -1,9 +1,8 @@
 """While Postgres is unreachable, every entry point answers 503 with Retry-After (issue 28).
 
 An OTLP exporter retries 429, 502, 503 and 504, never a 500: a span sent
-during an outage answered 500 is lost. So the database is reached first (one
-`ensure_connection`, free when the request's connection is already open), and
-a view whose connection broke mid-request is answered the same way. The API
+during an outage answered 500 is lost. A request that fails to connect, or
+whose connection breaks mid-request, is answered 503 instead of 500. The API
 and OTLP get JSON, people a plain page built without a template (rendering
 one may query the database that is down).
 
@@ -43,31 +42,41 @@ def unavailable(request: HttpRequest) -> HttpResponse:
     return response
 
 
+def _usable() -> bool:
+    raw = connection.connection
+    return raw is not None and not getattr(raw, "closed", False) and not getattr(raw, "broken", False)
+
+
 def _connection_lost(exc: Exception) -> bool:
     if isinstance(exc, InterfaceError):
         return True
-    if not isinstance(exc, OperationalError):
-        return False
-    raw = connection.connection
-    return raw is None or bool(getattr(raw, "closed", False)) or bool(getattr(raw, "broken", False))
+    # At connect, the connection is None; lost mid-request, psycopg marks it broken or closed.
+    return isinstance(exc, OperationalError) and not _usable()
 
 
 class DatabaseUnavailableMiddleware:
-    """First after static files: a request that cannot reach Postgres goes no further."""
+    """First after static files. A view that cannot reach Postgres (at connect
+    or mid-request) raises OperationalError / InterfaceError: process_exception
+    answers 503. A middleware that cannot (the session, the login throttle) has
+    its error turned into a 500 before it gets here: a 500 with no working
+    connection is checked by connecting, and answered 503 if that fails too.
+    A page that needs no database (the login form) still renders without one."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        try:
-            connection.ensure_connection()
-        except (OperationalError, InterfaceError) as exc:
-            log.warning("database unreachable, answering 503: %s", str(exc).strip()[:200])
-            return unavailable(request)
-        return self.get_response(request)
+        response = self.get_response(request)
+        if response.status_code == 500 and not _usable():
+            try:
+                connection.ensure_connection()
+            except (OperationalError, InterfaceError) as exc:
+                log.warning("database unreachable, answering 503: %s", str(exc).strip()[:200])
+                return unavailable(request)
+        return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if _connection_lost(exception):
-            log.warning("database connection lost mid-request, answering 503: %s", str(exception).strip()[:200])
+            log.warning("database unreachable, answering 503: %s", str(exception).strip()[:200])
             return unavailable(request)
         return None

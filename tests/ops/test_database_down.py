@@ -68,20 +68,33 @@ def test_the_api_and_otlp_answer_503_json(client, token, database_down, method, 
     assert "database" in response.json()["error"]
 
 
-@pytest.mark.parametrize("path", ["/runs/", "/accounts/login/", "/dashboard/", "/runs/1/"])
-def test_pages_answer_503_with_a_plain_page(client, user, database_down, path):
-    response = client.get(path)
+@pytest.mark.parametrize("path", ["/runs/", "/dashboard/", "/runs/1/", "/runs/1/steps/", "/deletions/"])
+def test_pages_answer_503_with_a_plain_page(auth_client, database_down, path):
+    # Signed in before the outage: the session and the user are in the database.
+    response = auth_client.get(path)
     assert response.status_code == 503 and response["Retry-After"] == str(RETRY_AFTER_S)
     assert response["Content-Type"].startswith("text/html") and b"database cannot be reached" in response.content
 
 
-def test_a_login_post_answers_503(client, database_down):
+def test_a_login_post_answers_503_and_the_form_still_renders(client, database_down):
     response = client.post("/accounts/login/", {"username": "alice", "password": "x"})
     assert response.status_code == 503
+    assert client.get("/accounts/login/").status_code == 200  # it needs no database
+
+
+def test_a_500_without_a_database_becomes_503_and_one_with_it_stays(rf, database_down):
+    from django.http import HttpResponse
+
+    from agentlab.unavailable import DatabaseUnavailableMiddleware
+
+    failing = DatabaseUnavailableMiddleware(lambda request: HttpResponse(status=500))
+    assert failing(rf.get("/runs/")).status_code == 503
+    database_down()
+    assert failing(rf.get("/runs/")).status_code == 500
 
 
 def test_once_the_database_is_back_the_api_works_again(client, token, database_down):
-    assert client.get("/runs/").status_code == 503
+    assert client.get("/api/runs/1", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 503
     database_down()
     response = client.post("/api/runs", b'{"prompt": "p"}', content_type="application/json",
                            HTTP_AUTHORIZATION=f"Bearer {token}")
