@@ -47,9 +47,13 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: counts every 5xx response for /metrics.
+    "runs.health.middleware.ServerErrorCounter",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app server itself (compressed, cached); no nginx needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Postgres unreachable: 503 with Retry-After for every entry point (OTLP exporters retry 503, not 500).
+    "agentlab.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -251,6 +255,9 @@ CELERY_BEAT_SCHEDULE = {
     },
 
     "close-stale-traces": {"task": "tracing.tasks.close_stale_traces", "schedule": 60.0},
+    # Projects' retention (keep runs N days): older runs deleted in batches, each deletion recorded.
+    "delete-expired-runs": {"task": "tracing.tasks.delete_expired_runs", "schedule": 3600.0,
+                            "options": {"expires": 3600.0}},
     # Approval requests past APPROVAL_TTL_S end their runs with the reason, on
     # the control queue beside the reconciler (a busy run queue must not delay it).
     "expire-approvals": {

@@ -4,6 +4,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from agentlab import views as agentlab_views
+from agentlab.login_form import LoginForm
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="runs:list", permanent=False), name="home"),
@@ -18,7 +19,9 @@ urlpatterns = [
     path("projects/", include("agentlab.projects.urls")),
     path("evaluations/", include("runs.evaluations.urls")),
     path("prices/", include("runs.pricing.urls")),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("deletions/", include("runs.deletion.urls")),
+    path("", include("runs.health.urls")),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("local-model/status/", agentlab_views.local_model_status, name="local_model_status"),

@@ -7,8 +7,9 @@ from runs.core.models import Document, Policy, RerunGroup, Run, SandboxMessage, 
 from runs.core.prices import ModelPrice
 from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.failures.models import LayerLabel
+from runs.health.models import SweepMark
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 
 __all__ = ["Approval", "Document", "Evaluation", "EvaluationRun", "LayerLabel", "ModelPrice", "Policy", "RerunGroup",
-           "ReviewItem", "ReviewLabel", "Run", "SandboxMessage", "Task", "WhatIfJob"]
+           "ReviewItem", "ReviewLabel", "Run", "SandboxMessage", "SweepMark", "Task", "WhatIfJob"]

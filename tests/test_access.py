@@ -61,6 +61,7 @@ class Case:
     kind: str = "page"  # page (login redirect when anonymous) | api (401) | public
     outsider: int = 404  # what a member of another project gets
     label: str = ""
+    own_run: bool = False  # API: only the run's owner's token writes it (others with the role get 404)
 
     @property
     def id(self) -> str:
@@ -180,6 +181,18 @@ CASES = [
     Case("projects:member_role", ("viewer_membership",), method="post", data={"role": "reviewer"}, need="admin",
          ok=302),
     Case("projects:member_remove", ("viewer_membership",), method="post", need="admin", ok=302),
+    # deletion (admins): a run, the project (typed confirmation), the records and the retention
+    Case("deletion:records", need="admin", outsider=OWN),
+    Case("deletion:records", method="post", data={"keep_days": "x"}, need="admin", ok=400, outsider=400,
+         label="bad-retention"),
+    Case("deletion:run", ("run",), need="admin"),
+    Case("deletion:run", ("other_run",), method="post", need="admin", ok=302, label="delete"),
+    Case("deletion:project", need="admin", outsider=OWN),
+    Case("deletion:project", method="post", data={"confirm": "wrong"}, need="admin", ok=400, outsider=400,
+         label="unconfirmed"),
+    # health for load balancers and scrapers: public, counts only
+    Case("healthz", need="public", kind="public", outsider=OWN),
+    Case("metrics", need="public", kind="public", outsider=OWN),
     # the root and accounts
     Case("home", need="public", kind="public", ok=302, outsider=302),
     Case("login", need="public", kind="public", outsider=OWN),
@@ -188,12 +201,20 @@ CASES = [
     Case("tracing:tokens", need="admin", outsider=OWN),
     Case("tracing:token_revoke", ("token",), method="post", ok=302, need="admin"),
     Case("tracing:openapi", need="public", kind="public", outsider=OWN),
-    Case("tracing:otlp_traces", method="post", data={"resourceSpans": []}, kind="api", outsider=OWN),
-    Case("tracing:api_runs", method="post", data={"prompt": "p"}, kind="api", ok=201, outsider=201),
+    # Tokens act with their member's role at the request (viewer reads; reviewer creates, sends, finishes,
+    # labels); `own_run`: a write to the token member's own runs, another member's token gets 404.
+    Case("tracing:otlp_traces", method="post", data={"resourceSpans": []}, kind="api", need="reviewer",
+         outsider=OWN),
+    Case("tracing:api_runs", method="post", data={"prompt": "p"}, kind="api", need="reviewer", ok=201,
+         outsider=201),
     Case("tracing:api_run", ("api_run",), kind="api"),
-    Case("tracing:api_run_steps", ("api_run",), method="post", data={"steps": []}, kind="api"),
-    Case("tracing:api_run_finish", ("api_run",), method="post", data={"status": "succeeded"}, kind="api"),
-    Case("tracing:api_run_labels", ("api_run",), method="patch", data={"add_tags": ["x"]}, kind="api"),
+    Case("tracing:api_run", ("api_run",), method="delete", kind="api", need="admin", label="delete"),
+    Case("tracing:api_run_steps", ("api_run",), method="post", data={"steps": []}, kind="api", need="reviewer",
+         own_run=True),
+    Case("tracing:api_run_finish", ("api_run",), method="post", data={"status": "succeeded"}, kind="api",
+         need="reviewer", own_run=True),
+    Case("tracing:api_run_labels", ("api_run",), method="patch", data={"add_tags": ["x"]}, kind="api",
+         need="reviewer", own_run=True),
 ]
 
 
@@ -251,6 +272,9 @@ class World:
                                             snapshot_at=self.run.created_at, status=WhatIfJob.Status.DONE, result=[])
         admin = self.actors["admin"]
         self.member_token = token_create(user=alice, project_id=project.pk, name="mine")[1]
+        self.tokens = {"owner": self.member_token, **{
+            actor: token_create(user=self.actors[actor], project_id=project.pk, name=actor)[1]
+            for actor in ("viewer", "reviewer", "admin")}}
         self.outsider_token = token_create(user=self.actors["outsider"], project_id=other.pk, name="theirs")[1]
         self.token = token_create(user=admin, project_id=project.pk, name="admin's")[0].pk
         self.api_run = make_run(owner=alice, status="running", source="api", provider="import")
@@ -287,7 +311,11 @@ def _request(client, case: Case, world: World, *, token: str | None = None):
 def expected(case: Case, actor: str) -> int:
     if actor == "outsider":
         return case.outsider
-    if case.need in ("public", "viewer") or case.kind == "api":
+    if case.kind == "api":
+        if RANK[ACTORS[actor]] < RANK[case.need]:
+            return 403
+        return 404 if case.own_run and actor != "owner" else case.ok
+    if case.need in ("public", "viewer"):
         return case.ok
     if case.need == "stop":
         return case.ok if actor in ("owner", "admin") else 403
@@ -313,9 +341,29 @@ def test_signed_in(client, world, case, actor):
     assert response.status_code == expected(case, actor), response.content[:500]
 
 
-@pytest.mark.parametrize("actor", ["owner", "outsider"])
+@pytest.mark.parametrize("actor", [*ACTORS, "outsider"])
 @pytest.mark.parametrize("case", [c for c in CASES if c.kind == "api"], ids=lambda case: case.id)
 def test_api_token(client, world, case, actor):
-    token = world.member_token if actor == "owner" else world.outsider_token
+    token = world.outsider_token if actor == "outsider" else world.tokens[actor]
     response = _request(client, case, world, token=token)
     assert response.status_code == expected(case, actor), response.content[:500]
+    if response.status_code == 403:
+        # JSON naming the role it needs and the one the token's member has.
+        message = response.json()["error"]
+        assert f"needs the {case.need} role" in message and f"is a {ACTORS[actor]}" in message
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.kind == "api" and c.need == "reviewer"],
+                         ids=lambda case: case.id)
+def test_a_demoted_members_token_loses_its_writes_at_once(client, world, case):
+    """The admin's token wrote; demoted to viewer, the same token is refused on the next request."""
+    Membership.objects.filter(user=world.actors["admin"]).update(role=Role.VIEWER)
+    response = _request(client, case, world, token=world.tokens["admin"])
+    assert response.status_code == 403, response.content[:500]
+    assert "needs the reviewer role" in response.json()["error"]
+
+
+def test_a_viewers_token_still_reads(client, world):
+    response = client.get(reverse("tracing:api_run", args=[world.api_run.pk]),
+                          headers={"Authorization": f"Bearer {world.tokens['viewer']}"})
+    assert response.status_code == 200 and response.json()["id"] == world.api_run.pk

@@ -134,6 +134,10 @@ def test_a_token_writes_into_its_project_and_reads_only_it(client, user, project
     auth = {"Authorization": f"Bearer {plain}"}
     response = client.post(reverse("tracing:api_runs"), json.dumps({"prompt": "p"}), content_type="application/json",
                            headers=auth)
+    assert response.status_code == 403  # alice is a viewer in lab: her token reads only
+    Membership.objects.filter(user=user, project=second).update(role=Role.REVIEWER)
+    response = client.post(reverse("tracing:api_runs"), json.dumps({"prompt": "p"}), content_type="application/json",
+                           headers=auth)
     assert response.status_code == 201
     assert Run.objects.get(pk=response.json()["runs"][0]["id"]).project_id == second.pk
     team_run = make_run()

@@ -6,6 +6,7 @@ the session cookie, so a cross-site form cannot use a signed-in browser.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Callable
 from functools import wraps
@@ -20,7 +21,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agentlab.projects import current
-from agentlab.projects.models import Role
+from agentlab.projects.models import RANK, Role
 from tracing.ingest import services
 from tracing.ingest.jsonapi import ApiError, load_json, parse_finish, parse_runs, parse_steps
 from tracing.ingest.openapi import openapi_spec
@@ -28,13 +29,15 @@ from tracing.ingest.otlp import OtlpError, decode_json, decode_protobuf
 from tracing.ingest.writes import token_create, token_revoke, token_user
 from tracing.labels import LabelError, Labels, apply_patch
 from tracing.models import ApiToken, get_run_model
+from tracing.step_deletion import runs_delete
 
 # The OTLP default exporters send up to 512 spans a batch; 20 MiB leaves room
 # for long prompts in every span while bounding one request's memory.
 DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
 PROTOBUF = "application/x-protobuf"
+log = logging.getLogger(__name__)
 # gRPC status codes used in OTLP error bodies (google.rpc.Status.code).
-_RPC_CODES = {400: 3, 401: 16, 404: 5, 409: 9, 413: 8, 415: 3}
+_RPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 409: 9, 411: 3, 413: 8, 415: 3}
 
 
 def max_body_bytes() -> int:
@@ -59,6 +62,28 @@ def _authenticate(request: HttpRequest) -> ApiToken:
     return found
 
 
+def require_token_role(token: ApiToken, role: str) -> None:
+    """The web's role rule for a token (README "Who may do what"): its member's
+    role now, read with the token, so a demotion binds the token at once."""
+    have = Role(token.role)
+    if RANK[have] < RANK[Role(role)]:
+        raise ApiError(f"this token's member is a {have.value} in {token.project_name}; this needs the "
+                       f"{Role(role).value} role: ask a project admin", 403)
+
+
+def _body_stream(request: HttpRequest):
+    """The request, or for a chunked body (no Content-Length: OTLP exporters
+    may stream) the server's de-chunked input: Django reads a body without a
+    length as empty. Servers that de-chunk say so with `wsgi.input_terminated`
+    (gunicorn does); on any other, reading on would block, so it is a 411."""
+    meta = request.META
+    if meta.get("CONTENT_LENGTH") or "chunked" not in meta.get("HTTP_TRANSFER_ENCODING", "").lower():
+        return request
+    if not meta.get("wsgi.input_terminated") or "wsgi.input" not in meta:
+        raise ApiError("a chunked body needs a server that de-chunks it: send Content-Length", 411)
+    return meta["wsgi.input"]
+
+
 def _read_body(request: HttpRequest) -> bytes:
     """The request body, gunzipped, refused past the size cap (before and after decompression)."""
     cap = max_body_bytes()
@@ -69,7 +94,7 @@ def _read_body(request: HttpRequest) -> bytes:
     if declared > cap:
         raise ApiError(f"the body is {declared} bytes; the limit is {cap} bytes", 413)
     # request.read, not request.body: the latter applies Django's 2.5 MB form limit.
-    raw = request.read(cap + 1)
+    raw = _body_stream(request).read(cap + 1)
     if len(raw) > cap:
         raise ApiError(f"the body is over the limit of {cap} bytes", 413)
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
@@ -130,24 +155,32 @@ def _run_summary(run) -> dict:
 @require_POST
 @api_endpoint
 def runs_create(request: HttpRequest, token: ApiToken) -> HttpResponse:
+    require_token_role(token, Role.REVIEWER)
     requests = parse_runs(_json_request(request))
     results = services.runs_ingest(owner=token.user, project_id=token.project_id, requests=requests)
     return JsonResponse({"runs": [r.as_dict() for r in results]}, status=201)
 
 
-@require_GET
+@require_http_methods(["GET", "DELETE"])
 @api_endpoint
 def run_show(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
-    # Any run of the token's project (a team reads its runs); another project's is a 404.
-    run = get_run_model().objects.filter(pk=run_id, project_id=token.project_id).first()
+    """GET: any run of the token's project (a team reads its runs); DELETE: an
+    admin's token deletes it, recorded (tracing.step_deletion). Another project's is a 404."""
+    if request.method == "DELETE":
+        require_token_role(token, Role.ADMIN)
+    run = get_run_model().objects.filter(pk=run_id, project_id=token.project_id).select_related("project").first()
     if run is None:
         raise ApiError(f"run {run_id} not found", 404)
+    if request.method == "DELETE":
+        record = runs_delete(run_ids=[run.pk], user=token.user, project=run.project, target=f"run {run.pk}")
+        return JsonResponse({"deleted": run_id, "counts": record.counts})
     return JsonResponse(_run_summary(run))
 
 
 @require_POST
 @api_endpoint
 def run_steps(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
+    require_token_role(token, Role.REVIEWER)
     body = _json_request(request)
     if not isinstance(body, dict) or "steps" not in body:
         raise ApiError('the body must be an object {"steps": [...]}')
@@ -161,6 +194,7 @@ def run_steps(request: HttpRequest, token: ApiToken, run_id: int) -> HttpRespons
 @require_POST
 @api_endpoint
 def run_finish(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
+    require_token_role(token, Role.REVIEWER)
     finish = parse_finish(_json_request(request))
     run = services.run_finish_api(owner=token.user, project_id=token.project_id, run_id=run_id, finish=finish)
     return JsonResponse(_run_summary(run))
@@ -171,6 +205,7 @@ def run_finish(request: HttpRequest, token: ApiToken, run_id: int) -> HttpRespon
 def run_labels(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse:
     """Tags, metadata and session of a run (tracing.labels.apply_patch): the
     run row is locked so two patches adding tags cannot lose one."""
+    require_token_role(token, Role.REVIEWER)
     body = _json_request(request)
     with transaction.atomic():
         # A write, as the steps API's: a run of the token's project and its member.
@@ -236,6 +271,7 @@ def otlp_traces(request: HttpRequest) -> HttpResponse:
     proto = content_type in (PROTOBUF, "application/protobuf")
     try:
         token = _authenticate(request)
+        require_token_role(token, Role.REVIEWER)
         if not proto and content_type != "application/json":
             raise ApiError(f"Content-Type must be {PROTOBUF} or application/json, not {content_type or 'missing'}",
                            415)
@@ -249,6 +285,13 @@ def otlp_traces(request: HttpRequest) -> HttpResponse:
         try:
             result = services.otlp_ingest(owner=token.user, project_id=token.project_id, spans=spans,
                                           analyse=analyse)
+        except ApiError:
+            raise
+        except services.UNREADABLE as exc:
+            log.exception("OTLP batch of %d spans refused as a partial success", len(spans))
+            # Past the per-trace guard (a run's fields, a label): the batch is
+            # refused as a partial success, which exporters log and never resend.
+            return _otlp_reply(proto, 200, f"the spans could not be read: {str(exc)[:200]}", rejected=len(spans))
         except IntegrityError:
             # Two requests created the same trace's run at once; the second
             # attempt finds it and appends.

@@ -17,6 +17,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from tracing import shown_json
 from tracing.detectors.observation import infer_status, is_injection, junk_scores
 from tracing.steps import STATUSES
 
@@ -82,12 +83,8 @@ def clean_text(raw: Any) -> tuple[str, str]:
     text = raw[:MAX_RAW_CHARS]
     method = "text"
     stripped = text.strip()
-    if stripped[:1] in "{[" and stripped:
-        try:
-            json.loads(stripped)
-            method = "json"
-        except ValueError:
-            pass
+    if stripped[:1] in "{[" and shown_json.parse(stripped, default=...) is not ...:
+        method = "json"
     if method == "text" and ("<" in text and _TAG_RE.search(text)):
         method = "html"
         text = _SCRIPT_RE.sub(" ", text)

@@ -294,3 +294,48 @@ class ModelCall(models.Model):
     def params(self) -> dict:
         body = self.params_ref.body if self.params_ref_id else None
         return body if isinstance(body, dict) else {}
+
+
+class DeletionRecord(models.Model):
+    """One deletion (a run, a project, a retention sweep): who, when, what, how many rows.
+
+    Kept after what it names is gone, so the project and user are copied as
+    text beside their (nullable) references.
+    """
+
+    class What(models.TextChoices):
+        RUN = "run"
+        PROJECT = "project"
+        RETENTION = "retention"
+
+    what = models.CharField(max_length=10, choices=What.choices)
+    # "run 42", "project team", "runs older than 30 days": what the record is about, in words.
+    target = models.CharField(max_length=200)
+    project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    project_name = models.CharField(max_length=100)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                             related_name="+")
+    username = models.CharField(max_length=150, blank=True)  # "" for the retention task
+    # Rows deleted per table ("runs", "steps", "model calls", ...).
+    counts = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_what_display()} {self.target} by {self.username or 'retention'}"
+
+    @property
+    def rows(self) -> int:
+        return sum(self.counts.values())
+
+
+class Retention(models.Model):
+    """A project's retention: its runs older than `keep_days` are deleted (tracing.step_deletion.retention_sweep)."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="retention")
+    keep_days = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.project}: keep runs {self.keep_days} days"

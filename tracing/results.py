@@ -24,12 +24,12 @@ head and tail, and parsing is skipped above its size cap.
 from __future__ import annotations
 
 import ast
-import json
 import re
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from tracing import shown_json
 from tracing.steps import STATUSES
 
 # JSON or Python literals longer than this are not parsed: a 10 MB result is
@@ -274,10 +274,9 @@ def _parse(stripped: str) -> tuple[str, Any] | None:
     head = stripped[:1]
     if head in "[{\"" or stripped in ("null", "true", "false"):
         if len(stripped) <= JSON_PARSE_MAX_CHARS:
-            try:
-                return "json", json.loads(stripped)
-            except (ValueError, RecursionError):
-                pass
+            value = shown_json.parse(stripped, default=..., max_chars=JSON_PARSE_MAX_CHARS)
+            if value is not ...:
+                return "json", value
         elif head in "[{":
             # Too big to parse: data by its shape (an error is never 1 MB).
             return "json", ...

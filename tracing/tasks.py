@@ -6,6 +6,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from tracing.ingest.services import runs_ended, traces_close_stale
+from tracing.step_deletion import retention_sweep
 
 
 # Analysis is idempotent (it recomputes from the stored steps), so a redelivery is harmless.
@@ -17,3 +18,9 @@ def analyse_ingested(run_ids: list[int]) -> None:
 @shared_task(ignore_result=True, soft_time_limit=600, time_limit=660)
 def close_stale_traces() -> int:
     return len(traces_close_stale())
+
+
+# A sweep deletes in batches and can be cut short anywhere: the next one goes on.
+@shared_task(ignore_result=True, soft_time_limit=1800, time_limit=1860)
+def delete_expired_runs() -> int:
+    return len(retention_sweep())

@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from agentlab.projects.models import Membership, Project, Role
+from agentlab.storable import unstorable
 
 
 class MembershipError(ValueError):
@@ -23,6 +24,9 @@ def _keep_an_admin(project: Project, leaving: Membership) -> None:
 def membership_add(*, project: Project, username: str, role: str) -> Membership:
     if role not in Role.values:
         raise MembershipError(f"unknown role {role!r}: one of {', '.join(Role.values)}")
+    why = unstorable(username)
+    if why:
+        raise MembershipError(f"username: {why}")
     user = get_user_model().objects.filter(username=username.strip()).first()
     if user is None:
         raise MembershipError(f"no user named {username.strip()[:150]!r}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 
@@ -13,6 +12,7 @@ from runs.approvals.models import Approval
 from runs.approvals.pause import approval_ttl
 from runs.core.models import Run
 from runs.launch.services import run_enqueue
+from tracing import untrusted_json
 from tracing.recorder import clean_value
 from tracing.signals import send_run_ended
 
@@ -39,12 +39,14 @@ def _parse_args(text: str) -> dict:
     if "\x00" in text:
         raise ApprovalError("The arguments hold a NUL character.")
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+        # The loader of every JSON form field: a lone surrogate escape is refused
+        # naming where, an escaped NUL kept as U+FFFD (Postgres takes neither).
+        value = untrusted_json.loads(text, where="the arguments", root="arguments")
+    except untrusted_json.UntrustedJsonError as exc:
         raise ApprovalError(f"The arguments are not valid JSON: {str(exc)[:200]}") from exc
     if not isinstance(value, dict):
         raise ApprovalError('The arguments must be a JSON object, e.g. {"text": "..."}.')
-    return clean_value(value)  # a NUL or lone surrogate escaped in the JSON: Postgres refuses them
+    return clean_value(value)
 
 
 def _stale(approval: Approval) -> ApprovalError:
@@ -72,7 +74,10 @@ def approval_decide(*, approval_id: int, user, verdict: str, args_text: str = ""
     with transaction.atomic():
         approval = Approval.objects.select_for_update(of=("self",)).select_related("decided_by").get(pk=approval_id)
         if approval.status != Approval.Status.PENDING:
-            raise _stale(approval)
+            # Waiting for the lock, Postgres re-read the locked row but not the
+            # decider joined to it (an outer join re-checked after a wait keeps
+            # its old, empty side): read both again, now that the winner committed.
+            raise _stale(Approval.objects.select_related("decided_by").get(pk=approval_id))
         approval.status, approval.decided_args, approval.reason = verdict, args, reason
         approval.decided_by, approval.decided_at = user, timezone.now()
         approval.save(update_fields=["status", "decided_args", "reason", "decided_by", "decided_at"])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
@@ -14,6 +12,7 @@ from runs.approvals.models import Approval
 from runs.approvals.services import ApprovalError, approval_decide, approvals_expire
 from runs.core import access
 from runs.core.queue import QueueUnavailable
+from tracing import shown_json
 from tracing.models import Step
 
 RECENT = 50
@@ -40,7 +39,7 @@ def approval_list(request: HttpRequest) -> HttpResponse:
     flagged = {(s.run_id, s.index): s for s in Step.objects.filter(wanted)} if len(wanted) > 1 else {}
     can_decide = access.is_reviewer(request)
     panels = [{"approval": a, "run": a.run, "flagged": flagged.get((a.run_id, a.after_injection)),
-               "args_json": json.dumps(a.args, ensure_ascii=False, indent=2)} for a in pending]
+               "args_json": shown_json.dumps(a.args, indent=2)} for a in pending]
     decided = list(_approvals(request).exclude(status=Approval.Status.PENDING).order_by("-decided_at", "-pk")[:RECENT])
     return render(request, "approvals/list.html", {"panels": panels, "decided": decided, "can_decide": can_decide})
 
@@ -50,7 +49,7 @@ def _panel_context(request: HttpRequest, approval: Approval) -> dict:
     if approval.after_injection is not None:
         flagged = Step.objects.filter(run_id=approval.run_id, index=approval.after_injection).first()
     return {"approval": approval, "run": approval.run, "flagged": flagged, "can_decide": access.is_reviewer(request),
-            "args_json": json.dumps(approval.args, ensure_ascii=False, indent=2)}
+            "args_json": shown_json.dumps(approval.args, indent=2)}
 
 
 @login_required

@@ -6,10 +6,10 @@ Pure over the stored JSON; the template escapes every string it is given.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracing import shown_json
 from tracing.model_calls import prompt_text
 
 # Past this many characters a message shows its start and says how long it is
@@ -69,7 +69,7 @@ def _media_placeholder(part: dict[str, Any]) -> str:
 
 def message_view(message: Any) -> MessageView:
     if not isinstance(message, dict):
-        return MessageView(role="?", parts=[Shown.of(json.dumps(message, ensure_ascii=False, default=str))],
+        return MessageView(role="?", parts=[Shown.of(shown_json.dumps(message))],
                            editable=False)
     view = MessageView(role=str(message.get("role") or "?"), tool_call_id=str(message.get("tool_call_id") or ""))
     content = message.get("content")
@@ -121,7 +121,7 @@ def reply_view(response: dict[str, Any] | None) -> ReplyView:
 
 
 def raw_json(value: Any) -> Shown:
-    return Shown.of(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    return Shown.of(shown_json.dumps(value, indent=2))
 
 
 def tool_names(tools: Any) -> list[str]:

@@ -15,7 +15,6 @@ arguments carry injections), so the output is built to be inert:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,6 +24,8 @@ import nh3
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+
+from tracing import shown_json
 
 # A JSON payload longer than this many lines (and a little: folding away one
 # or two lines hides more than it saves) is folded to about this many, with "show all".
@@ -99,13 +100,11 @@ def json_payload(value: Any) -> JsonPayload | None:
         stripped = value.strip()
         if not stripped or stripped[0] not in "[{" or len(stripped) > MAX_RENDER_CHARS:
             return None
-        try:
-            value = json.loads(stripped)
-        except ValueError:
-            return None
+        # Nested past shown_json's depth (a string 5,000 deep is accepted as text): shown as text.
+        value = shown_json.parse(stripped)
     if not isinstance(value, (dict, list)) or not value:
         return None
-    pretty = json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+    pretty = shown_json.dumps(value, indent=2, sort_keys=True)
     return JsonPayload(pretty, pretty.count("\n") + 1)
 
 
@@ -125,7 +124,7 @@ def args_html(args: Any) -> SafeString:
     """A tool call's arguments: compact on the call's line when short, else a folded block."""
     if args is None:
         return mark_safe("")
-    compact = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+    compact = args if isinstance(args, str) else shown_json.dumps(args, sort_keys=True)
     payload = json_payload(args) if len(compact) > INLINE_ARGS_CHARS else None
     if payload is None:
         return format_html(' <code class="args">{}</code>', compact)

@@ -7,6 +7,7 @@ from django import forms
 from runs.core.form_fields import label_filter_fields
 from runs.core.models import Run
 from runs.dashboard.selectors import default_period
+from runs.date_filters import FilterDateField
 from runs.launch.selectors import POLICY_OFF, RunFilters
 
 # The longest period one request may aggregate; longer asks are refused with a
@@ -15,8 +16,8 @@ MAX_PERIOD_DAYS = 3660
 
 
 class DashboardForm(forms.Form):
-    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    since = FilterDateField()
+    until = FilterDateField()
     task = forms.CharField(required=False, max_length=80)
     model = forms.CharField(required=False, max_length=120)
     mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)

@@ -7,6 +7,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from agentlab.storable import unstorable
 from runs.core import access
 from runs.labels.forms import RunLabelsForm
 from runs.labels.services import run_labels_set
@@ -47,8 +48,8 @@ def run_labels(request: HttpRequest, run_id: int) -> HttpResponse:
 def session_detail(request: HttpRequest) -> HttpResponse:
     """The runs of one session (`?id=`), oldest first: a conversation in order."""
     session_id = request.GET.get("id", "").strip()
-    if not session_id or len(session_id) > MAX_SESSION_CHARS:
-        raise Http404("no such session")
+    if not session_id or len(session_id) > MAX_SESSION_CHARS or unstorable(session_id):
+        raise Http404("no such session")  # NUL: no session can have it (Postgres refuses it even in a lookup)
     qs = (access.runs_for(request).filter(session_id=session_id).select_related("task")
           .only("id", "status", "success", "prompt", "model_name", "provider", "step_count", "prompt_tokens",
                 "completion_tokens", "tags", "session_id", "created_at", "final_answer", "task__slug")

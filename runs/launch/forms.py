@@ -6,6 +6,7 @@ from runs.agent.faults import FaultError, FaultRates
 from runs.core.anchor_names import anchor_label
 from runs.core.form_fields import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field, label_filter_fields
 from runs.core.models import Policy, Run, Task
+from runs.date_filters import FilterDateField
 from runs.launch.selectors import POLICY_OFF, RunFilters
 from tracing.anchoring import PATTERNS
 from tracing.labels import MAX_SESSION_CHARS, MAX_TAGS, LabelError, clean_labels, parse_tag_text
@@ -118,10 +119,10 @@ class RunFilterForm(forms.Form):
     anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break"),
                                         *[(p, f"lost it: {anchor_label(p)}") for p in PATTERNS]], required=False)
     forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
-    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    since = FilterDateField()
     evaluation = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
     strategy = forms.CharField(required=False, max_length=20, widget=forms.HiddenInput)
-    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = FilterDateField()
     tag, meta, session = label_filter_fields()
     before = forms.CharField(required=False, max_length=80)
     sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,16 +12,13 @@ from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 
 from runs.core.models import Run
+from runs.date_filters import created_range
+from tracing import shown_json
 from tracing.models import Step
 from tracing.steps import Step as StepRecord
 
 # The `policy` filter's value for runs without a watchdog.
 POLICY_OFF = "off"
-
-
-def day_start(day: date) -> datetime:
-    """Midnight UTC: the dashboard counts runs per UTC day, and so do the filters."""
-    return datetime.combine(day, time.min, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -75,10 +71,7 @@ def metadata_matches(pair: str) -> Q:
     key, _, value = pair.partition("=")
     key = key.strip()
     cond = Q(metadata__contains={key: value.strip()})
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return cond
+    parsed = shown_json.parse(value, default=cond)
     if isinstance(parsed, (bool, int, float)) or parsed is None:
         cond |= Q(metadata__contains={key: parsed})
     return cond
@@ -90,8 +83,7 @@ def runs_filtered(qs: QuerySet[Run], f: RunFilters) -> QuerySet[Run]:
     (created_at, id) indexes serve them."""
     exact = {"status": f.status, "task__slug": f.task, "model_name": f.model, "mode": f.mode, "source": f.source,
              "stopped_by": f.stopped_by, "step_count__gte": f.steps_min, "step_count__lte": f.steps_max,
-             "created_at__gte": day_start(f.since) if f.since else None,
-             "created_at__lt": day_start(f.until + timedelta(days=1)) if f.until else None}
+             **created_range(f.since, f.until)}
     qs = qs.filter(**{k: v for k, v in exact.items() if v not in ("", None)})
     if f.policy:
         qs = qs.filter(policy__isnull=True) if f.policy == POLICY_OFF else qs.filter(policy__name=f.policy)

@@ -12,8 +12,8 @@ from django.conf import settings
 from kombu.exceptions import OperationalError
 
 from runs.core.queue import enqueue
+from runs.health.sweeps import sweep_locked
 from runs.launch.execution import run_execute
-from runs.launch.reconcile import runs_reconcile
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,9 @@ def send_run(run_id: int, task_id: str) -> None:
 
 @shared_task(name="runs.reconcile", ignore_result=True)
 def reconcile_runs() -> dict[str, int]:
-    return vars(runs_reconcile(send=send_run))
+    # Under the sweep's advisory lock: any number of beats or workers may ask, one sweeps at a time.
+    sweep = sweep_locked(send=send_run)
+    return vars(sweep) if sweep is not None else {"skipped": 1}
 
 
 @worker_ready.connect

@@ -21,11 +21,13 @@ from runs.core.models import Run, Task
 from runs.core.paging import keyset_page
 from runs.core.prices import PriceTable
 from runs.core.queue import QueueUnavailable
+from runs.health.sweeps import stalled_age
 from runs.launch import services
 from runs.launch.forms import NewRunForm, RunFilterForm
 from runs.launch.selectors import runs_filtered, steps_after, trajectory
 from runs.launch.span_tree import tree_html
 from runs.search.selectors import RunSearch, search_runs
+from tracing import shown_json
 from tracing.models import ModelCall, Step
 from tracing.timeline import run_calls, span_rows
 from tracing.waterfall import MAX_BARS, chart, span_tree
@@ -110,6 +112,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "now": timezone.now(),
         "live_ids": [run.pk for run in runs if run.is_live],
         "live_every": LIVE_ROWS_EVERY,
+        # Called by the full page only (one query): the more-rows partial shows no banner.
+        "sweep_stalled_s": stalled_age,
     }
     if request.htmx.target == MORE_ROWS_ID:
         return render(request, "launch/_run_rows.html", context)
@@ -363,7 +367,7 @@ def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
         },
     }
     response = StreamingHttpResponse(
-        iter([json.dumps(line, ensure_ascii=False) + "\n"]), content_type="application/x-ndjson; charset=utf-8"
+        iter([shown_json.dumps(line) + "\n"]), content_type="application/x-ndjson; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
     return response

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -36,6 +35,7 @@ from runs.reviews.selectors import (
     review_agreement,
 )
 from runs.reviews.services import ReviewError, item_for_step, review_fork_settle, review_fork_start, review_label
+from tracing import shown_json
 from tracing.models import Step
 
 ITEMS_PER_PAGE = 50
@@ -283,7 +283,7 @@ def export_csv(request: HttpRequest) -> StreamingHttpResponse:
         writer = csv.DictWriter(buf, fieldnames=EXPORT_COLUMNS)
         writer.writeheader()
         for row in _export_rows(request):
-            row = {**row, "evidence": json.dumps(row["evidence"], ensure_ascii=False, sort_keys=True)}
+            row = {**row, "evidence": shown_json.dumps(row["evidence"], sort_keys=True)}
             writer.writerow({key: safe_cell(value) for key, value in row.items()})
             yield buf.getvalue()
             buf.seek(0)
@@ -298,7 +298,7 @@ def export_csv(request: HttpRequest) -> StreamingHttpResponse:
 @login_required
 @require_GET
 def export_jsonl(request: HttpRequest) -> StreamingHttpResponse:
-    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in _export_rows(request))
+    lines = (shown_json.dumps(row) + "\n" for row in _export_rows(request))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="review-labels.jsonl"'
     return response

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-import json
-
 from django import template
 
 from runs.core import step_payloads as payloads
 from runs.core.anchor_names import anchor_label
 from runs.core.prices import money
+from tracing import shown_json
 
 register = template.Library()
 
@@ -15,7 +14,7 @@ register = template.Library()
 def pretty_json(value) -> str:
     """Indented JSON as plain text (autoescaped where it is shown)."""
     try:
-        return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+        return shown_json.dumps(value, indent=2, sort_keys=True)
     except (TypeError, ValueError):
         return str(value)
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tracing.anchoring import rules
+from tracing.anchoring import registry
 from tracing.anchoring.common import (
     Break,
     asserting_sentences,
@@ -130,7 +130,7 @@ def anchor_report(
 
     ``demoted``: patterns a project's reviewers found unreliable, weak there;
     ``promoted``: weak patterns a project shows as breaks all the same;
-    ``disabled``: rules switched off by name (``rules.NAMES``), not run at all.
+    ``disabled``: rules switched off by name (``registry.NAMES``), not run at all.
     ``similarity`` (experiments only) replaces the lexical score and the "did
     the next turn use it" test; the checks of exact values stay lexical.
     """
@@ -153,7 +153,7 @@ class _Pass:
     def __init__(self, state: RunState, disabled: frozenset[str]) -> None:
         self.state = state
         self.disabled = disabled
-        self.hooks = rules.by_hook(disabled)
+        self.hooks = registry.by_hook(disabled)
 
     def fire(self, hook: str, step: Step | None, text: str = "") -> bool:
         """Ask the hook's rules; True when one broke (in a first-wins hook, the first that did)."""
@@ -167,8 +167,8 @@ class _Pass:
                     st.pending_move = brk  # judged at the next call
                     continue
                 (st.findings if brk.pattern in FINDINGS else st.breaks).append(brk)
-                broke = broke or brk.pattern not in rules.NOTES
-            if broke and hook in rules.FIRST_WINS:
+                broke = broke or brk.pattern not in registry.NOTES
+            if broke and hook in registry.FIRST_WINS:
                 return True
         return broke
 

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tracing import shown_json
 from tracing.ingest import payloads
 from tracing.ingest.otlp_labels import LABEL_ATTRS
 from tracing.model_calls import MEDIA_KINDS, ModelCallRecord, media_part, prompt_segments
@@ -393,10 +394,8 @@ def _maybe_json(value: Any) -> Any:
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "["):
-            try:
-                return json.loads(text)
-            except (json.JSONDecodeError, RecursionError):
-                return value
+            # Not JSON, nested past the shown depth, or an integer past 4,300 digits: kept as the text it is.
+            return shown_json.parse(text, default=value)
     return value
 
 

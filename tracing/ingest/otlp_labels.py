@@ -13,10 +13,10 @@ are applied by trimming, not by refusing (``strict=False``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from tracing import shown_json
 from tracing.labels import USER_KEY, Labels, clean_labels
 
 TAGS_ATTR = "tag.tags"
@@ -30,10 +30,7 @@ def _metadata(value: Any) -> dict[str, Any]:
     if isinstance(value, Mapping):
         return dict(value)
     if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            return {METADATA_ATTR: value}
+        parsed = shown_json.parse(value)
         return dict(parsed) if isinstance(parsed, dict) else {METADATA_ATTR: value}
     return {} if value is None else {METADATA_ATTR: value}
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tracing import shown_json
+
 # LangChain message types, as serialised by ``messages_to_dict`` ("type") or
 # by ``dumpd`` (the class name in "id"), to chat roles.
 _LC_ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "tool": "tool",
@@ -32,10 +34,8 @@ def parse(value: Any) -> Any:
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "[", '"'):
-            try:
-                return json.loads(text)
-            except (ValueError, RecursionError):
-                return value
+            # Nested past the bound (5,000 deep): kept as the text it is, which every page shows.
+            return shown_json.parse(text, default=value)
     return value
 
 

@@ -331,16 +331,28 @@ class _Writes:
         finish_runs(self.finishes)
 
 
+# What mapping spans to steps can raise on input no check foresaw (a value
+# past a limit of Python's): the trace is rejected, not the request.
+UNREADABLE = (ValueError, RecursionError, OverflowError, TypeError, KeyError)
+
+
 def _ingest_trace(trace_id: str, ext: ExternalRun, new: list[Span], result: OtlpResult, writes: _Writes) -> None:
     if ext.span_count + len(new) > MAX_SPANS_PER_TRACE:
         result.rejected += len(new)
         result.rejected_reason = f"trace {trace_id} has more than {MAX_SPANS_PER_TRACE} spans"
         return
-    result.accepted += len(new)
-    result.without_steps += sum(1 for s in new if classify(s) == "other" and not produces_steps(s, "other"))
     state = TraceState.from_dict(ext.state)
     was_finished = state.finished
-    steps, calls, state = _trace_steps(ext, new, state)
+    try:
+        steps, calls, state = _trace_steps(ext, new, state)
+    except UNREADABLE as exc:
+        # Nothing of this trace is written yet: its spans are rejected, the
+        # batch's other traces are stored (OTLP partial success, never a 500).
+        result.rejected += len(new)
+        result.rejected_reason = f"trace {trace_id}: its spans could not be read ({str(exc)[:200]})"
+        return
+    result.accepted += len(new)
+    result.without_steps += sum(1 for s in new if classify(s) == "other" and not produces_steps(s, "other"))
     state.seen_at = time.time()
     if state.promote:
         writes.promotions.append((ext.run_id, state.promote))

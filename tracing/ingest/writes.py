@@ -69,12 +69,15 @@ def token_user(plain: str) -> ApiToken | None:
     """An active token (its user and project loaded), or None.
 
     A token works while its user is active and still a member of its project:
-    leaving the project (or the project going) ends the token too.
+    leaving the project (or the project going) ends the token too. The
+    member's role and the project's name are read with it (`token.role`,
+    `token.project_name`), at every request, so a demotion binds the token at once.
     """
     token = (
         ApiToken.objects.select_related("user")
         .filter(token_hash=hash_token(plain), revoked_at__isnull=True, user__is_active=True,
                 project__memberships__user=F("user"))
+        .annotate(role=F("project__memberships__role"), project_name=F("project__name"))
         .first()
     )
     if token is None:

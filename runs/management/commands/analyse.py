@@ -9,7 +9,7 @@ from typing import TextIO
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.core.models import Run
-from runs.launch.selectors import day_start
+from runs.date_filters import day_start
 from runs.lifecycle import runs_judge
 
 # A batch is analysed and written in one transaction. Runs per batch and steps

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -228,6 +228,36 @@ def test_two_reviewers_at_once_one_decision_wins(suite, reviewer, django_user_mo
         t.join()
     assert sorted(r.split(":")[0] for r in results) == ["told", "won"], results
     assert len(no_queue) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_loser_of_a_race_is_told_who_decided(suite, reviewer, django_user_model, no_queue):
+    """The winner holds the row locked while the loser waits for it; once the
+    winner commits, the loser is told the winner's name, not "nobody"."""
+    other = django_user_model.objects.create_user("carol")
+    approval = Approval.objects.get(run=_paused(reviewer))
+    locked, release = threading.Event(), threading.Event()
+
+    def win():
+        try:
+            with transaction.atomic():
+                Approval.objects.select_for_update().get(pk=approval.pk)
+                Approval.objects.filter(pk=approval.pk).update(status="approved", decided_by=reviewer,
+                                                               decided_at=timezone.now())
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    winner = threading.Thread(target=win)
+    winner.start()
+    assert locked.wait(10)
+    # The loser's SELECT ... FOR UPDATE waits for the winner's commit.
+    threading.Timer(0.5, release.set).start()
+    with pytest.raises(ApprovalError) as told:
+        approval_decide(approval_id=approval.pk, user=other, verdict="denied", reason="r")
+    winner.join()
+    assert told.value.conflict and "by alice at" in str(told.value), str(told.value)
 
 
 @pytest.mark.worker

@@ -31,8 +31,9 @@ def test_it_lists_runs_with_status_task_model_steps(auth_client, make_run):
 def test_it_runs_a_constant_number_of_queries(auth_client, make_run, django_assert_num_queries):
     for _ in range(30):
         make_run(steps=0)
-    # 1 session, 2 user, 3 memberships of the user, 4 runs page (with task joined), 5 the price table, 6 task choices
-    with django_assert_num_queries(6):
+    # 1 session, 2 user, 3 memberships of the user, 4 runs page (with task joined), 5 the price table, 6 the
+    # reconciler's last sweep (the banner), 7 task choices
+    with django_assert_num_queries(7):
         auth_client.get(URL)
 
 
@@ -140,8 +141,8 @@ def test_a_sorted_page_keeps_a_constant_number_of_queries(auth_client, make_run,
     for i in range(30):
         make_run(step_count=i)
     # 1 session, 2 user, 3 memberships of the user, 4 runs page (task and policy joined), 5 the price table,
-    # 6 task choices
-    with django_assert_num_queries(6):
+    # 6 the reconciler's last sweep (the banner), 7 task choices
+    with django_assert_num_queries(7):
         auth_client.get(URL, {"sort": "-steps"})
     body = auth_client.get(URL, {"sort": "-steps"}).content.decode()
     assert "steps ▼" in body and "sort=steps" in body  # the header flips the order
@@ -153,8 +154,9 @@ def test_the_anchoring_filter_offers_every_pattern(auth_client, make_run, django
     phantom = make_run(first_anchor_break=2, anchor_reason="r", anchor_evidence={"pattern": "phantom_call"})
     stale = make_run(first_anchor_break=4, anchor_reason="r", anchor_evidence={"pattern": "stale_value"})
     kept = make_run()
-    # 1 session, 2 user, 3 memberships of the user, 4 runs page (with task joined), 5 the price table, 6 task choices
-    with django_assert_num_queries(6):
+    # 1 session, 2 user, 3 memberships of the user, 4 runs page (with task joined), 5 the price table, 6 the
+    # reconciler's last sweep (the banner), 7 task choices
+    with django_assert_num_queries(7):
         response = auth_client.get(URL, {"anchor": "phantom_call"})
     body = response.content.decode()
     for pattern in PATTERNS:

@@ -10,7 +10,7 @@ import pathlib
 import pytest
 
 from tests.tracing.helpers import Run
-from tracing.anchoring import PATTERNS, anchor_report, rules
+from tracing.anchoring import PATTERNS, anchor_report, registry
 
 ROOT = pathlib.Path(__file__).resolve().parents[3] / "tracing" / "anchoring"
 MAX_FUNCTION_LINES = 80
@@ -23,7 +23,7 @@ def _modules():
 def test_every_pattern_has_a_rule_module():
     for pattern in PATTERNS:
         assert (ROOT / "rules" / f"{pattern}.py").exists(), pattern
-        assert pattern in rules.NAMES
+        assert pattern in registry.NAMES
 
 
 def test_no_function_over_80_lines():

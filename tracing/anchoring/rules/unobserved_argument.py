@@ -28,13 +28,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tracing.anchoring.common import Break, quote
 from tracing.steps import Step
 
-if TYPE_CHECKING:
-    from tracing.anchoring.state import RunState
+
+class Verdicts(Protocol):
+    """What the hooks read of the run's state, which holds the ArgumentCheck
+    (a protocol, so that this module does not import the state that imports it)."""
+
+    argument_break: tuple[Any, ...] | None
+    late_argument: tuple[Any, ...] | None
 
 NAME = "unobserved_argument"
 
@@ -394,9 +399,9 @@ def _flat(args: Any) -> str:
     return " ".join(str(v) for _, v in _leaves(args) if isinstance(v, (str, int, float)))
 
 
-def on_call(state: RunState, step: Step, text: str) -> list[Break]:
+def on_call(state: Verdicts, step: Step, text: str) -> list[Break]:
     return [Break(*state.argument_break)] if state.argument_break is not None else []
 
 
-def on_result(state: RunState, step: Step, text: str) -> list[Break]:
+def on_result(state: Verdicts, step: Step, text: str) -> list[Break]:
     return [Break(*state.late_argument)] if state.late_argument is not None else []
