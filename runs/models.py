@@ -3,6 +3,7 @@ the feature packages' models under the one `runs` label, so tables and
 migrations stay where they were. Code imports a model from its package."""
 
 from runs.approvals.models import Approval, SandboxMessage
+from runs.breaks.models import BreakLabel, BreakSettings, PatternState
 from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.failures.models import LayerLabel
 from runs.launch.models import Document, RerunGroup, Run, Task
@@ -11,5 +12,6 @@ from runs.pricing.models import ModelPrice
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 
-__all__ = ["Approval", "Document", "Evaluation", "EvaluationRun", "LayerLabel", "ModelPrice", "Policy", "RerunGroup",
-           "ReviewItem", "ReviewLabel", "Run", "SandboxMessage", "Task", "WhatIfJob"]
+__all__ = ["Approval", "BreakLabel", "BreakSettings", "Document", "Evaluation", "EvaluationRun", "LayerLabel",
+           "ModelPrice", "PatternState", "Policy", "RerunGroup", "ReviewItem", "ReviewLabel", "Run", "SandboxMessage",
+           "Task", "WhatIfJob"]
