@@ -160,8 +160,8 @@ def test_the_breaks_page_lists_each_pattern_with_its_precision(auth_client, make
     row = body[body.index('id="pattern-requery"'):]
     row = row[:row.index("</tr>")]
     assert f'{reverse("runs:list")}?anchor=requery' in row
-    assert "0.00" in row and "(n&lt;20)" in row and ">shown<" in row
-    assert "if demoted: <strong>3</strong> runs would change" in row
+    assert "<strong>0.00</strong>" in row and "· 0.50" in row and "(3 of 20 labels)" in row and ">shown<" in row
+    assert "if demoted: <strong>3</strong> runs change" in row
     assert "demote by hand" in row  # alice is an admin
     assert 'id="pattern-phantom_call"' in body  # a pattern nobody labelled is listed too
 
