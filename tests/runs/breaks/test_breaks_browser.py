@@ -71,7 +71,8 @@ def test_twenty_rejections_by_keyboard_demote_the_pattern_in_that_project_only(
         page.wait_for_selector("#break-panel button[data-break-key='4']")
         if i == 0:
             shoot(page, "run-page-break-panel-1440")
-        with page.expect_response(lambda r: r.url.endswith(f"/breaks/runs/{run.pk}/label/")) as response:
+        url = f"/breaks/runs/{run.pk}/label/"
+        with page.expect_response(lambda r, url=url: r.url.endswith(url)) as response:
             page.keyboard.press("4")
         assert response.value.status == 200
         if i < 19:
