@@ -150,7 +150,12 @@ def export_rows(project_id: int) -> Iterator[dict]:
     """One row per break label of the project, with what the run shows now (a
     label is about the break it judged, which a re-analysis may have moved)."""
     labels = (BreakLabel.objects.filter(project_id=project_id)
-              .select_related("reviewer", "run", "run__task").order_by("run_id", "step", "created_at", "id"))
+              .select_related("reviewer", "run", "run__task")
+              # Not the runs' context, findings and summary arrays: an export reads thousands.
+              .only("run_id", "step", "pattern", "verdict", "note", "created_at", "updated_at", "reviewer__username",
+                    "run__success", "run__model_name", "run__first_anchor_break", "run__anchor_evidence",
+                    "run__task_id", "run__task__slug")
+              .order_by("run_id", "step", "created_at", "id"))
     for label in labels.iterator(chunk_size=2000):
         run = label.run
         evidence = run.anchor_evidence or {}
