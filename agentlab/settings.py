@@ -225,6 +225,10 @@ CELERY_TASK_DEFAULT_QUEUE = RUN_QUEUE
 # the anchor break) runs in a Celery task, unless this is set (tests; a
 # deployment without workers), when it runs in the request.
 INGEST_ANALYSE_INLINE = env_bool("INGEST_ANALYSE_INLINE", False)
+# A pattern demoted (or restored) by reviewers' labels re-analyses the
+# project's runs it changes in a Celery task, unless this is set (tests; a
+# deployment without workers), when it runs in the request (runs.breaks).
+BREAKS_REANALYSE_INLINE = env_bool("BREAKS_REANALYSE_INLINE", False)
 # A trace with no new span for this long whose root span never came (lost,
 # or the process died) is ended by `manage.py closetraces` / the beat entry below.
 INGEST_TRACE_TIMEOUT_S = env_float("INGEST_TRACE_TIMEOUT_S", 900.0)

@@ -11,6 +11,7 @@ urlpatterns = [
     path("runs/", include("runs.urls")),
     path("compare/", include("runs.compare.urls")),
     path("reviews/", include("runs.reviews.urls")),
+    path("breaks/", include("runs.breaks.urls")),
     path("failures/", include("runs.failures.urls")),
     path("approvals/", include("runs.approvals.urls")),
     path("dashboard/", include("runs.dashboard.urls")),

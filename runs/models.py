@@ -3,6 +3,7 @@ the feature packages' models under the one `runs` label, so tables and
 migrations stay where they were. Code imports a model from its package."""
 
 from runs.approvals.models import Approval
+from runs.breaks.models import BreakLabel, BreakSettings, PatternState
 from runs.core.models import Document, Policy, RerunGroup, Run, SandboxMessage, Task
 from runs.core.prices import ModelPrice
 from runs.evaluations.models import Evaluation, EvaluationRun
@@ -11,5 +12,6 @@ from runs.health.models import SweepMark
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 
-__all__ = ["Approval", "Document", "Evaluation", "EvaluationRun", "LayerLabel", "ModelPrice", "Policy", "RerunGroup",
-           "ReviewItem", "ReviewLabel", "Run", "SandboxMessage", "SweepMark", "Task", "WhatIfJob"]
+__all__ = ["Approval", "BreakLabel", "BreakSettings", "Document", "Evaluation", "EvaluationRun", "LayerLabel",
+           "ModelPrice", "PatternState", "Policy", "RerunGroup", "ReviewItem", "ReviewLabel", "Run", "SandboxMessage",
+           "SweepMark", "Task", "WhatIfJob"]

@@ -136,6 +136,17 @@ CASES = [
     Case("reviews:fork", ("run", "interruption"), method="post", data={"turns": 2}, headers=hx("fork-panel"),
          need="reviewer"),
     Case("reviews:fork_steps", ("run", "interruption"), query={"after": -1}, headers=hx("fork-poller"), ok=286),
+    # break patterns: verdicts on a run's shown break, and their calibration (the world's run shows none: a 400)
+    Case("breaks:page", outsider=OWN),
+    Case("breaks:page", headers=hx("breaks-table"), outsider=OWN, label="table"),
+    Case("breaks:settings", method="post", data={"floor": 50, "min_labels": 20}, headers=hx("breaks-table"),
+         need="admin", outsider=OWN),
+    Case("breaks:pattern", ("pattern",), method="post", data={"override": "demoted"}, headers=hx("breaks-table"),
+         need="admin", outsider=OWN),
+    Case("breaks:export_csv", outsider=OWN),
+    Case("breaks:export_jsonl", outsider=OWN),
+    Case("breaks:label", ("run",), method="post", data={"verdict": "none"}, headers=hx("break-panel"), ok=400,
+         need="reviewer"),
     # failures by layer
     Case("failures:queue", outsider=OWN),
     Case("failures:queue", query={"before": lambda w: w.failed_run.pk + 1}, headers=hx("more-failures"),
@@ -264,6 +275,7 @@ class World:
         self.group = RerunGroup.objects.create(name="g", owner=alice, project=project)
         Run.objects.filter(pk__in=[self.run.pk, self.other_run.pk]).update(group=self.group)
         self.observation, self.interruption, self.zero = 2, 6, 0
+        self.pattern = "requery"
         CallRecorder(self.run.pk)(ModelCallRecord(step_index=0, api="chat",
                                                   messages=[{"role": "user", "content": "q"}], params={"model": "sim"}))
         policy = Policy.objects.create(project=project, name="default", config={}, created_by=alice)

@@ -32,11 +32,13 @@ def analyse(
     policy: Policy | None = None,
     recompute_signals: bool = True,
     replay_policy: Policy | None = None,
+    demoted: frozenset[str] = frozenset(),
 ) -> AnchorReport:
     """The anchor report, and each record's meta updated in place with its
     anchoring score, the watchdog's signals (when asked), course changes and,
-    with ``replay_policy``, where that policy would have intervened."""
-    report = anchor_report(records, task=task, context=context)
+    with ``replay_policy``, where that policy would have intervened.
+    ``demoted``: the patterns the run's project demoted (weak there, never its break)."""
+    report = anchor_report(records, task=task, context=context, demoted=demoted)
     courses = course_changes(records)
     signals: dict[int, dict[str, Any]] = {}
     if recompute_signals:

@@ -18,6 +18,7 @@ from typing import Any
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
+from runs.breaks.selectors import demoted_patterns
 from runs.core.models import Run
 from runs.launch.run_analysis import attribution_column, default_policy, report_columns
 from runs.reviews.services import review_items_sync
@@ -154,7 +155,8 @@ def import_trajectory(traj: Trajectory, *, project_id: int, owner=None, source: 
     # interruptions of the agent's own watchdog, if any, are the record).
     watched = any(s.kind == "intervention" for s in traj.steps)
     report = analyse(traj.steps, task=traj.goal, context=traj.context or None,
-                     replay_policy=None if watched else default_policy(project_id))
+                     replay_policy=None if watched else default_policy(project_id),
+                     demoted=demoted_patterns([project_id]).get(project_id, frozenset()))
     run = _new_run(traj, owner=owner, project_id=project_id, source=label, run_key=run_key, report=report)
     try:
         with transaction.atomic():

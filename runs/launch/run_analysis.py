@@ -9,11 +9,12 @@ statements, so re-analysing history costs the detectors' time, not round trips.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import connection, transaction
 
+from runs.breaks.selectors import demoted_patterns
 from runs.core.models import Policy, Run
 from runs.launch.selectors import run_history
 from tracing.analysis import analyse
@@ -90,11 +91,16 @@ def default_policy(project_id: int | None) -> WatchdogPolicy:
     return row.as_policy() if row is not None else DEFAULT_POLICY
 
 
-def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False) -> int:
+def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False,
+                 demoted: Mapping[int | None, frozenset[str]] | None = None) -> int:
     """Whole-run analysis over the stored steps of these runs (when one ends, after
     a detector changed, or for ingested runs that have no signals), judged with
-    each run's goal, context and policy. Returns the number of runs analysed."""
+    each run's goal, context and policy, and the patterns its project demoted
+    (``demoted`` per project id; read from runs.breaks when not given).
+    Returns the number of runs analysed."""
     runs = list(Run.objects.filter(pk__in=run_ids).select_related("policy").order_by("pk"))
+    if demoted is None:
+        demoted = demoted_patterns({run.project_id for run in runs})
     trajectories = _records(runs)
     step_rows: list[tuple[int, str]] = []
     run_rows: list[tuple] = []
@@ -114,7 +120,8 @@ def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False) -> 
             replay_policy = policy or defaults[run.project_id]
         # A fork is judged on its whole trajectory, the parent's part included.
         report = analyse(records, task=run.goal, context=run.context or None, policy=policy,
-                         recompute_signals=recompute_signals, replay_policy=replay_policy)
+                         recompute_signals=recompute_signals, replay_policy=replay_policy,
+                         demoted=demoted.get(run.project_id, frozenset()))
         if replay_policy is not None:
             columns = RunSummary.of(records).columns()
             summary_rows.append((run.pk, columns["intervention_count"], columns["intervention_detectors"],

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from runs.breaks.selectors import run_panel
 from runs.core import access
 from runs.core.form_fields import MODES_OF_PROVIDER
 from runs.core.models import Run, Task
@@ -172,7 +173,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     steps = trajectory(run, lo=run.fork_from or 0, limit=max(STEPS_PER_PAGE, upto))
     return render(request, "launch/detail.html",
                   {**_timeline_context(run, steps), "inherited": inherited, "pressure": _pressure(run),
-                   "can_stop": access.can_stop(request, run), "can_label": access.is_reviewer(request)})
+                   "can_stop": access.can_stop(request, run), "can_label": access.is_reviewer(request),
+                   "breaks": run_panel(run, request.user)})
 
 
 @login_required

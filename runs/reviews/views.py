@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -18,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from runs.core import access, charts
-from runs.core.csv_cells import safe_cell
+from runs.core.csv_cells import csv_lines
 from runs.core.paging import keyset_page
 from runs.core.queue import QueueUnavailable
 from runs.launch.selectors import trajectory
@@ -278,19 +276,8 @@ def _export_rows(request: HttpRequest) -> Iterator[dict]:
 @login_required
 @require_GET
 def export_csv(request: HttpRequest) -> StreamingHttpResponse:
-    def lines() -> Iterator[str]:
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=EXPORT_COLUMNS)
-        writer.writeheader()
-        for row in _export_rows(request):
-            row = {**row, "evidence": shown_json.dumps(row["evidence"], sort_keys=True)}
-            writer.writerow({key: safe_cell(value) for key, value in row.items()})
-            yield buf.getvalue()
-            buf.seek(0)
-            buf.truncate()
-        yield buf.getvalue()
-
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    lines = csv_lines(_export_rows(request), EXPORT_COLUMNS, json_columns=["evidence"])
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="review-labels.csv"'
     return response
 

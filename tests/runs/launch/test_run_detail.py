@@ -232,8 +232,9 @@ def test_every_pattern_has_plain_words(pattern):
 def test_a_dialogue_page_runs_the_same_queries(auth_client, make_run, django_assert_num_queries):
     run = _dialogue_run(make_run)
     # 1 session, 2 user, 3 memberships of the user, 4 run with task, 5 first page of steps (context and findings
-    # are run columns), 6 which steps have a model call, 7 the price table (an imported run's model may have a price)
-    with django_assert_num_queries(7):
+    # are run columns), 6 which steps have a model call, 7 the price table (an imported run's model may have a price),
+    # 8 the reviewers' verdicts on its shown break (runs.breaks; a run with no break reads none)
+    with django_assert_num_queries(8):
         auth_client.get(reverse("runs:detail", args=[run.pk]))
 
 

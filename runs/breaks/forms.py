@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from django import forms
+
+from runs.breaks import rule
+
+
+class BreakSettingsForm(forms.Form):
+    """The project's demotion rule; the floor as a percentage."""
+
+    floor = forms.IntegerField(min_value=0, max_value=100, label="floor (%)",
+                               help_text="confirmed precision under which a pattern is demoted")
+    min_labels = forms.IntegerField(min_value=1, max_value=100_000, label="over at least",
+                                    help_text="labels before the floor applies")
+
+
+class OverrideForm(forms.Form):
+    override = forms.ChoiceField(choices=[(o, o or "auto") for o in rule.OVERRIDES], required=False)

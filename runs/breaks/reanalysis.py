@@ -1,0 +1,39 @@
+"""Re-analysis of a project's runs after a pattern's state changed there (the
+task's service: runs.breaks.tasks)."""
+
+from __future__ import annotations
+
+from django.db.models.fields.json import KeyTextTransform
+
+from runs.breaks.models import PatternState
+from runs.core.models import Run
+from runs.lifecycle import runs_judge
+
+# Runs re-analysed per batch (runs_analyse reads a batch's steps in one query).
+REANALYSE_BATCH = 200
+
+
+def affected_runs(project_id: int, pattern: str, *, demoted: bool) -> list[int]:
+    """The runs of the project whose analysis a change of the pattern's state
+    changes: when demoted, those whose shown break has it; when restored, those
+    that hold it as a finding."""
+    runs = Run.objects.filter(project_id=project_id).exclude(status__in=Run.LIVE_STATUSES)
+    if demoted:
+        runs = runs.alias(anchor_pattern=KeyTextTransform("pattern", "anchor_evidence")).filter(
+            first_anchor_break__isnull=False, anchor_pattern=pattern)
+    else:
+        runs = runs.filter(anchor_findings__contains=[{"pattern": pattern}])
+    return list(runs.order_by("pk").values_list("pk", flat=True))
+
+
+def breaks_reanalyse(project_id: int, pattern: str) -> int:
+    """Re-analyse the project's runs that the pattern's current state changes
+    (the task's service). Idempotent: it reads the state when it runs, so a
+    pattern demoted and restored before the worker got to it costs nothing
+    wrong. Returns the number of runs analysed."""
+    state = PatternState.objects.filter(project_id=project_id, pattern=pattern).first()
+    ids = affected_runs(project_id, pattern, demoted=bool(state and state.demoted))
+    done = 0
+    for start in range(0, len(ids), REANALYSE_BATCH):
+        done += runs_judge(ids[start:start + REANALYSE_BATCH])
+    return done
