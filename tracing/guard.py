@@ -22,6 +22,7 @@ run row locked.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -32,8 +33,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from tracing.analysis import REPLAYED_KEY
+from tracing.detectors.observation import ANALYSIS_CHARS
 from tracing.models import GuardMemo, GuardState, get_run_model
-from tracing.normalize import stable_digest
+from tracing.normalize import content_tokens, features, stable_digest
 from tracing.steps import Step as StepRecord
 from tracing.watchdog import DEFAULT_POLICY, Policy, RunMemory, Watchdog
 
@@ -63,6 +65,8 @@ class PgMemory(RunMemory):
         self.run_id = run_id
         self.seen_digests: set[int] = set()
         self.new_rows: list[tuple[int, int, int | None]] = []
+        # Digests prefetch() asked for and did not find (features, result sources): new.
+        self._absent: tuple[set[int], set[int]] = (set(), set())
 
     def add_features(self, feats: set[str]) -> int:
         digests = {stable_digest(f) for f in feats}
@@ -84,22 +88,52 @@ class PgMemory(RunMemory):
                 self.new_rows.append((GuardMemo.Kind.SOURCE, value, call))
         return self.sources[value]
 
+    def prefetch(self, steps: Sequence[StepRecord]) -> None:
+        """What the batch's observations will ask, in one query: their features
+        and their text as a result (the same tokens and digests the detectors
+        compute; anything missed here is looked up when asked)."""
+        feats: set[int] = set()
+        values: set[int] = set()
+        for step in steps:
+            if step.kind != "observation":
+                continue
+            text = step.text if isinstance(step.text, str) else str(step.text or "")
+            feats.update(stable_digest(f) for f in features(content_tokens(text, ANALYSIS_CHARS)))
+            values.add(stable_digest(text[:ANALYSIS_CHARS].strip()))
+        if not feats and not values:
+            return
+        with connection.cursor() as cur:
+            cur.execute("SELECT kind, digest, source FROM tracing_guardmemo WHERE run_id = %s AND "
+                        "((kind = 0 AND digest = ANY(%s)) OR (kind = 1 AND digest = ANY(%s)))",
+                        [self.run_id, list(feats), list(values)])
+            rows = cur.fetchall()
+        self.seen_digests.update(d for kind, d, _ in rows if kind == GuardMemo.Kind.FEATURE)
+        self.sources.update((d, s) for kind, d, s in rows if kind == GuardMemo.Kind.SOURCE)
+        # Asked and absent: new, no second look.
+        self._absent = (feats - self.seen_digests, values - self.sources.keys())
+
     def _stored(self, kind: int, digests: list[int]) -> dict[int, int | None]:
+        absent = self._absent[kind]
+        digests = [d for d in digests if d not in absent]
+        if not digests:
+            return {}
         with connection.cursor() as cur:
             cur.execute("SELECT digest, source FROM tracing_guardmemo WHERE run_id = %s AND kind = %s "
                         "AND digest = ANY(%s)", [self.run_id, kind, digests])
             return dict(cur.fetchall())
 
-    def flush(self) -> None:
-        if not self.new_rows:
-            return
-        kinds, digests, sources = zip(*self.new_rows, strict=True)
+    def save(self, guard: GuardState) -> None:
+        """The new memo rows and the guard's state, in one statement."""
+        kinds, digests, sources = zip(*self.new_rows, strict=True) if self.new_rows else ((), (), ())
         with connection.cursor() as cur:
             cur.execute(
-                "INSERT INTO tracing_guardmemo (run_id, kind, digest, source) "
+                "WITH memo AS (INSERT INTO tracing_guardmemo (run_id, kind, digest, source) "
                 "SELECT %s, k, d, s FROM unnest(%s::smallint[], %s::bigint[], %s::bigint[]) AS v(k, d, s) "
-                "ON CONFLICT (run_id, kind, digest) DO NOTHING",
-                [self.run_id, list(kinds), list(digests), list(sources)])
+                "ON CONFLICT (run_id, kind, digest) DO NOTHING) "
+                "UPDATE tracing_guardstate SET state = %s::jsonb, last_index = %s, stop = %s::jsonb, "
+                "stop_sent_at = %s WHERE run_id = %s",
+                [self.run_id, list(kinds), list(digests), list(sources), json.dumps(guard.state), guard.last_index,
+                 json.dumps(guard.stop) if guard.stop is not None else None, guard.stop_sent_at, self.run_id])
         self.new_rows = []
 
 
@@ -150,6 +184,7 @@ def guard_observe(*, run: Any, guard: GuardState, steps: Sequence[StepRecord], n
     if not fresh:
         return answer
     memory = PgMemory(run.pk)
+    memory.prefetch(fresh)
     wd = _watchdog(run, guard, memory)
     sent = guard.mode == GuardState.Mode.ACT
     for step in fresh:
@@ -167,10 +202,9 @@ def guard_observe(*, run: Any, guard: GuardState, steps: Sequence[StepRecord], n
                 guard.stop = {"step": step.index, "detector": iv.detector, "text": iv.message}
                 guard.stop_sent_at = now
         step.meta = meta
-    memory.flush()
     guard.state = wd.snapshot()
     guard.last_index = fresh[-1].index
-    guard.save(update_fields=["state", "last_index", "stop", "stop_sent_at"])
+    memory.save(guard)
     answer.decision = answer.decisions[-1] if answer.decisions else None
     if not answer.decisions and wd.stopped:
         answer.reason = "the watchdog stopped this run earlier" + ("" if sent else " (shadow mode)")
@@ -194,7 +228,11 @@ def guard_stop_end(*, run: Any, guard: GuardState, now: datetime, final_answer: 
 
 
 def guard_of(run: Any) -> GuardState | None:
-    return GuardState.objects.filter(run_id=run.pk).first()
+    """The run's guard (read with the run when it was selected with select_related("guard"))."""
+    try:
+        return run.guard
+    except GuardState.DoesNotExist:
+        return None
 
 
 def guard_stops_expire(*, older_than_s: float | None = None) -> list[int]:
