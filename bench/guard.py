@@ -6,9 +6,10 @@ Uses a scratch database (agentlab_bench_guard) and starts the server the way
 bench/ingest.py does (its `--serve`: agentlab's WSGI app behind a pooled
 HTTP/1.1 server, in its own process). For each run length it makes one
 guarded and one unguarded run of that many steps through the API (the guarded
-one judged step by step as it arrives... in one creation request), clones each
+one judged as it is written, in one creation request), clones each
 into one run per agent in the database (steps, guard state and run memory), then
-has the agents send one step per request at once, in threads: a
+has the agents send one step per request at once, in threads, each pausing
+about --think seconds between its steps as an agent waits for its model: a
 thought / action / observation cycle of new facts, so nothing stops a run.
 Unguarded and guarded rounds alternate. Printed: p50 / p95 per request, the p95
 the decision adds (guarded p95 - unguarded p95) against the target, at each
@@ -23,8 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -51,13 +54,26 @@ def step(index: int, agent: int) -> dict:
                     f"catalogue entry e{turn}x{agent}"}
 
 
+RESETS = [0]
+
+
 def post(base: str, token: str, path: str, body: dict) -> tuple[float, dict]:
+    """ms until the answer, a connection the server's listen queue refused
+    (50 agents connecting at once) retried as a client would, within the time."""
     data = json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, method="POST", headers={
-        "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     start = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=120) as response:
-        payload = json.loads(response.read())
+    for attempt in range(5):
+        req = urllib.request.Request(base + path, data=data, method="POST", headers={
+            "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as response:
+                payload = json.loads(response.read())
+            break
+        except (ConnectionResetError, urllib.error.URLError):
+            RESETS[0] += 1
+            if attempt == 4:
+                raise
+            time.sleep(0.05 * 2**attempt)
     return (time.perf_counter() - start) * 1000, payload
 
 
@@ -92,12 +108,17 @@ def clone(run_id: int, copies: int) -> list[int]:
     return out
 
 
-def measure(base: str, token: str, runs: list[int], start: int, requests: int) -> list[float]:
-    """Every agent sends `requests` single-step batches at once; ms per request."""
+def measure(base: str, token: str, runs: list[int], start: int, requests: int, think_s: float) -> list[float]:
+    """Every agent sends `requests` single-step batches, the agents at once, each
+    waiting about `think_s` between its steps (its model and tools); ms per request."""
 
     def agent(pos: int) -> list[float]:
         times = []
+        pace = random.Random(pos)
+        time.sleep(pace.uniform(0, think_s))  # agents do not start in step
         for k in range(requests):
+            if k:
+                time.sleep(pace.uniform(0.5, 1.5) * think_s)
             ms, answer = post(base, token, f"/api/runs/{runs[pos]}/steps", {"steps": [step(start + k, pos)]})
             assert answer["written"] == 1, answer
             assert not isinstance(answer["decision"], dict) or answer["decision"]["tier"] != "stop", answer
@@ -139,6 +160,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--lengths", default="10,1000,10000")
     parser.add_argument("--threads", type=int, default=8, help="server threads")
+    parser.add_argument("--think", type=float, default=1.0,
+                        help="seconds an agent spends between two steps (its model call, its tool), jittered "
+                             "0.5-1.5x; 0 sends back to back, which measures a saturated server, not the guard")
     parser.add_argument("--port", type=int, default=8732)
     parser.add_argument("--smoke", action="store_true", help="5 agents, lengths 10 and 300, 10 requests")
     args = parser.parse_args()
@@ -155,7 +179,7 @@ def main() -> None:
     token = token_create(user=owner, project_id=bench_project(owner).pk, name="bench")[1]
     server, base = ingest._start_server(args.port, args.threads)
     print(f"{args.agents} agents at once, {args.requests} single-step requests each per round, {args.rounds} "
-          f"round(s) each way, server threads {args.threads}")
+          f"round(s) each way, about {args.think:g} s between an agent's steps, server threads {args.threads}")
     try:
         for length in lengths:
             started = time.perf_counter()
@@ -165,7 +189,7 @@ def main() -> None:
             at = length
             for _ in range(args.rounds):
                 for guard in (False, True):
-                    times[guard] += measure(base, token, runs[guard], at, args.requests)
+                    times[guard] += measure(base, token, runs[guard], at, args.requests, args.think)
                 at += args.requests
             plain, guarded = times[False], times[True]
             added = percentile(guarded, 95) - percentile(plain, 95)
@@ -173,7 +197,8 @@ def main() -> None:
             print(f"length {length:>6}, HTTP, {args.agents} agents: unguarded p50 {percentile(plain, 50):6.1f} ms "
                   f"p95 {percentile(plain, 95):6.1f} ms | guarded p50 {percentile(guarded, 50):6.1f} ms "
                   f"p95 {percentile(guarded, 95):6.1f} ms | p95 added {added:+6.1f} ms "
-                  f"(target <= {TARGET_ADDED_P95_MS:g}: {verdict}) [{len(guarded)} requests each; set-up {setup_s:.0f} s]")
+                  f"(target <= {TARGET_ADDED_P95_MS:g}: {verdict}) [{len(guarded)} requests each, {RESETS[0]} connections "
+                  f"retried so far; set-up {setup_s:.0f} s]")
             inner = in_process(runs, at, args.requests * 5)
             (pw, pc), (gw, gc) = inner[False], inner[True]
             print(f"{'':>6}         in process, one agent: unguarded p50 {percentile(pw, 50):5.1f} ms "

@@ -217,3 +217,12 @@ def test_the_cost_of_a_batch_does_not_grow_with_the_run(api):
     assert len(late.captured_queries) == len(early.captured_queries), [q["sql"][:80] for q in late.captured_queries]
     state = GuardState.objects.get(run_id=run_id).state
     assert len(json.dumps(state)) < 20_000
+
+
+def test_the_openapi_description_documents_the_guard(client):
+    spec = client.get("/api/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    assert "guard" in schemas["RunIn"]["properties"]
+    decision = schemas["StepsOut"]["properties"]["decision"]
+    assert {"const": "none"} in decision["oneOf"]
+    assert decision["oneOf"][1]["properties"]["tier"]["enum"] == ["hint", "redirect", "stop"]
