@@ -232,6 +232,10 @@ BREAKS_REANALYSE_INLINE = env_bool("BREAKS_REANALYSE_INLINE", False)
 # A trace with no new span for this long whose root span never came (lost,
 # or the process died) is ended by `manage.py closetraces` / the beat entry below.
 INGEST_TRACE_TIMEOUT_S = env_float("INGEST_TRACE_TIMEOUT_S", 900.0)
+# A guarded API run (tracing.guard) that was sent a stop ends `stopped` by the
+# watchdog when the agent next writes, or after this long without a word from
+# it (swept with the stale traces, below).
+GUARD_STOP_TIMEOUT_S = env_float("GUARD_STOP_TIMEOUT_S", 60.0)
 # Postgres is the source of truth for the queue too (runs.launch.lease,
 # runs.launch.reconcile). A worker holds the run it executes with an advisory
 # lock and a heartbeat; the reconciler, every RECONCILE_INTERVAL_S on a control

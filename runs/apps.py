@@ -9,9 +9,13 @@ class RunsConfig(AppConfig):
         # loaded: Django's rule for signals, not a way around an import circle.
         from runs.approvals.pause import GATE
         from runs.launch.approval_gate import approval_gate_use
+        from runs.launch.run_analysis import default_policy
         from runs.lifecycle import on_run_ended
+        from tracing.guard import guard_policy_use
         from tracing.signals import run_ended
 
         run_ended.connect(on_run_ended, dispatch_uid="runs.lifecycle.on_run_ended")
         # Launching is handed the approvals feature's gate instead of importing it.
         approval_gate_use(GATE)
+        # The step API's guard judges a run by the policy its project gives new runs.
+        guard_policy_use(default_policy)

@@ -22,6 +22,9 @@ from tracing.watchdog import OFF_POLICY, Policy, Watchdog
 # "message", "policy", "policy_version", "evidence"}. The run summary counts it
 # as an intervention (tracing.summary), so lists filter on it like on live ones.
 REPLAYED_KEY = "replayed_intervention"
+# Marks the step API's guard (tracing.guard) puts on the interventions it
+# answered with: kept when the whole-run replay finds the same one again.
+SENT_KEYS = ("sent_to_agent", "shadow")
 
 
 def analyse(
@@ -69,7 +72,10 @@ def analyse(
             meta["course"] = courses[record.index]
         if replay_policy is not None:
             if record.index in replayed:
-                meta[REPLAYED_KEY] = replayed[record.index]
+                new, old = replayed[record.index], meta.get(REPLAYED_KEY)
+                if isinstance(old, dict) and (old.get("tier"), old.get("detector")) == (new["tier"], new["detector"]):
+                    new = {**new, **{k: old[k] for k in SENT_KEYS if k in old}}
+                meta[REPLAYED_KEY] = new
             else:
                 meta.pop(REPLAYED_KEY, None)
         record.meta = meta

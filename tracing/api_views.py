@@ -187,8 +187,9 @@ def run_steps(request: HttpRequest, token: ApiToken, run_id: int) -> HttpRespons
     if body.keys() - {"steps"}:
         raise ApiError(f"the body has unknown field(s): {', '.join(sorted(body.keys() - {'steps'}))}")
     steps = parse_steps(body["steps"])
-    appended = services.run_append(owner=token.user, project_id=token.project_id, run_id=run_id, steps=steps)
-    return JsonResponse({"run": run_id, "written": appended.written, "duplicates": appended.duplicates})
+    appended, guard = services.run_append(owner=token.user, project_id=token.project_id, run_id=run_id, steps=steps)
+    return JsonResponse({"run": run_id, "written": appended.written, "duplicates": appended.duplicates,
+                         **guard.as_dict()})
 
 
 @require_POST

@@ -17,6 +17,23 @@ A dialogue: ``run.user("I want to return my order")`` for the user's turns,
 [...]}`` on ``client.run`` for what the agent was told. Any step takes ``role=``
 (assistant, tool, user, system, watchdog) when its kind and tool do not say it.
 
+Guarded (``client.run(..., guard=True)``): agentlab's watchdog judges each step
+as it arrives, with the policy and texts of its own loop. A hint or a redirect
+waits in ``run.pending_hint()`` for the agent's next prompt; a stop raises
+``StopRun`` from the step call that earned it, which the loop may catch to give
+its fallback answer (the run then ends ``stopped`` by the watchdog).
+``guard="observe"`` is shadow mode: decisions are recorded on the server and
+in ``run.decisions``, nothing is acted on. A guarded run sends every step at
+once (no batching), so the decision comes back before the next one.
+
+    with client.run(task, guard=True) as run:
+        try:
+            while ...:
+                prompt = build_prompt(..., note=run.pending_hint())
+                ...
+        except StopRun as stop:
+            run.final(f"Stopped: {stop.text}")
+
 Steps are buffered and sent in batches; every request is retried with backoff
 on connection errors, 429 and 5xx. Retrying is safe: steps are idempotent on
 (run, index) and a run is created under a client-chosen ``external_id``.
@@ -56,6 +73,30 @@ class IngestError(Exception):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class StopRun(Exception):
+    """The watchdog stopped the run: ``decision`` is what the server sent
+    ({"tier": "stop", "detector", "text", "evidence", "step"})."""
+
+    def __init__(self, decision: dict) -> None:
+        super().__init__(decision.get("text", "stopped by the watchdog"))
+        self.decision = decision
+        self.text: str = decision.get("text", "")
+        self.detector: str = decision.get("detector", "")
+        self.step: int | None = decision.get("step")
+
+
+# Client.run(guard=...): what the server is asked for.
+_GUARD_MODES = {True: "act", "act": "act", "observe": "observe", False: None, None: None}
+
+
+def decisions_of(answer: dict) -> list[dict]:
+    """The watchdog's decisions in a step API answer, oldest first ([] for "none")."""
+    if answer.get("decisions"):
+        return list(answer["decisions"])
+    decision = answer.get("decision")
+    return [decision] if isinstance(decision, dict) else []
 
 
 class Client:
@@ -109,20 +150,27 @@ class Client:
     # -- the API, one call each --
 
     def create_run(self, prompt: str = "", *, model: str = "", agent: str = "", external_id: str | None = None,
-                   conversation_id: str = "", metadata: dict | None = None, context: dict | None = None) -> dict:
+                   conversation_id: str = "", metadata: dict | None = None, context: dict | None = None,
+                   guard: bool | str = False) -> dict:
         body = {"prompt": prompt, "model": model, "agent": agent,
                 "external_id": external_id or uuid.uuid4().hex, "conversation_id": conversation_id,
                 "metadata": metadata or {}}
         if context:
             body["context"] = context
+        if guard not in _GUARD_MODES:
+            raise ValueError(f"guard must be True, False or 'observe', not {guard!r}")
+        if _GUARD_MODES[guard]:
+            body["guard"] = _GUARD_MODES[guard]
         return self.request("POST", "/api/runs", body)["runs"][0]
 
     def append(self, run_id: int, steps: list[dict]) -> dict:
-        result = {"written": 0, "duplicates": 0}
+        """Send steps; returns what was written and the watchdog's decisions on them (guarded runs)."""
+        result: dict = {"written": 0, "duplicates": 0, "decisions": []}
         for start in range(0, len(steps), MAX_STEPS_PER_REQUEST):
             part = self.request("POST", f"/api/runs/{run_id}/steps", {"steps": steps[start:start + MAX_STEPS_PER_REQUEST]})
             result["written"] += part["written"]
             result["duplicates"] += part["duplicates"]
+            result["decisions"] += decisions_of(part)
         return result
 
     def finish(self, run_id: int, status: str = "finished", *, final_answer: str = "", reason: str = "",
@@ -136,8 +184,10 @@ class Client:
         return self.request("GET", f"/api/runs/{run_id}")
 
     def run(self, prompt: str = "", *, batch_size: int = DEFAULT_BATCH_SIZE,
-            flush_interval: float = DEFAULT_FLUSH_INTERVAL_S, **fields: Any) -> RunRecorder:
-        return RunRecorder(self, prompt, batch_size=batch_size, flush_interval=flush_interval, **fields)
+            flush_interval: float = DEFAULT_FLUSH_INTERVAL_S, guard: bool | str = False, **fields: Any) -> RunRecorder:
+        """A run to record into; ``guard=True`` acts on the watchdog's decisions,
+        ``guard="observe"`` only records them (shadow mode)."""
+        return RunRecorder(self, prompt, batch_size=batch_size, flush_interval=flush_interval, guard=guard, **fields)
 
 
 def _error_text(exc: urllib.error.HTTPError) -> str:
@@ -152,11 +202,17 @@ class RunRecorder:
     """One run: numbered steps, buffered and sent in batches. A context manager."""
 
     def __init__(self, client: Client, prompt: str = "", *, batch_size: int = DEFAULT_BATCH_SIZE,
-                 flush_interval: float = DEFAULT_FLUSH_INTERVAL_S, **fields: Any) -> None:
+                 flush_interval: float = DEFAULT_FLUSH_INTERVAL_S, guard: bool | str = False, **fields: Any) -> None:
         self.client = client
-        self.batch_size = max(1, batch_size)
+        self.guard = _GUARD_MODES.get(guard) if guard in _GUARD_MODES else guard
+        # Guarded: every step is sent at once, so its decision is back before the next.
+        self.batch_size = 1 if self.guard else max(1, batch_size)
         self.flush_interval = flush_interval
-        created = client.create_run(prompt, **fields)
+        # Every decision the server sent, oldest first (in shadow mode too).
+        self.decisions: list[dict] = []
+        self.stop: dict | None = None
+        self._hint: str | None = None
+        created = client.create_run(prompt, guard=guard, **fields)
         self.id: int = created["id"]
         self.url: str = client.base_url + created.get("url", "")
         self.next_index = 0
@@ -217,7 +273,24 @@ class RunRecorder:
     def flush(self) -> None:
         if self._buffer:
             batch, self._buffer = self._buffer, []
-            self.client.append(self.id, batch)
+            answer = self.client.append(self.id, batch)
+            self._decide(answer["decisions"])
+
+    def _decide(self, decisions: list[dict]) -> None:
+        self.decisions += decisions
+        if self.guard != "act" or self.stop is not None:
+            return
+        for decision in decisions:
+            if decision.get("tier") == "stop":
+                self.stop = decision
+                raise StopRun(decision)
+            self._hint = decision.get("text") or None
+
+    def pending_hint(self) -> str | None:
+        """The watchdog's latest hint or redirect not yet taken, to put into the
+        agent's next prompt (None when there is none, and always in shadow mode)."""
+        hint, self._hint = self._hint, None
+        return hint
 
     def finish(self, status: str = "finished", *, final_answer: str | None = None, reason: str = "",
                success: bool | None = None) -> dict:
@@ -240,7 +313,10 @@ class RunRecorder:
             return
         # The agent's own exception is the one to see, not a failed finish.
         with contextlib.suppress(IngestError):
-            if isinstance(exc, KeyboardInterrupt):
+            if isinstance(exc, StopRun):
+                # The agent acknowledges the stop: the run ends stopped by the watchdog.
+                self.finish("stopped", reason=f"stopped by the watchdog ({exc.detector})")
+            elif isinstance(exc, KeyboardInterrupt):
                 self.finish("stopped", reason="stopped by the user (KeyboardInterrupt)")
             else:
                 self.finish("error", reason=f"{exc_type.__name__}: {exc}")

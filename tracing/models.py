@@ -339,3 +339,59 @@ class Retention(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project}: keep runs {self.keep_days} days"
+
+
+class GuardState(models.Model):
+    """The watchdog of a guarded API run between two step requests (tracing.guard).
+
+    ``state`` is ``Watchdog.snapshot()``: bounded JSON, so a batch costs the
+    same at step 10 and at step 10,000; what grows with the run is in
+    GuardMemo. ``policy`` is the one chosen when the run was created (its
+    project's default), so the run is judged by one policy throughout.
+    """
+
+    class Mode(models.TextChoices):
+        ACT = "act"  # decisions sent to the agent, a stop ends the run
+        OBSERVE = "observe"  # shadow mode: decisions recorded, nothing acted on
+
+    run = models.OneToOneField(RUN_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="guard")
+    mode = models.CharField(max_length=8, choices=Mode.choices)
+    policy = models.JSONField()
+    state = models.JSONField(default=dict, blank=True)
+    # The highest step index the watchdog has seen: a resent or late step is not judged twice.
+    last_index = models.IntegerField(default=-1)
+    # The stop sent to the agent ({"step", "detector", "text"}), until the run ends.
+    stop = models.JSONField(null=True, blank=True)
+    stop_sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # The sweep of stops the agent never acknowledged (GUARD_STOP_TIMEOUT_S).
+            models.Index(fields=["stop_sent_at"], name="guard_stop_pending_idx",
+                         condition=models.Q(stop_sent_at__isnull=False)),
+        ]
+
+    def __str__(self) -> str:
+        return f"guard of run {self.run_id} ({self.mode})"
+
+
+class GuardMemo(models.Model):
+    """What a guarded run's watchdog remembers for the whole run (RunMemory):
+    the digests of the features observed, and of each valid result with the
+    call that first returned it. Looked up by the features of one batch, so the
+    cost of a batch does not grow with the run."""
+
+    class Kind(models.IntegerChoices):
+        FEATURE = 0
+        SOURCE = 1
+
+    run = models.ForeignKey(RUN_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
+    kind = models.SmallIntegerField(choices=Kind.choices)
+    digest = models.BigIntegerField()
+    source = models.BigIntegerField(null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "kind", "digest"], name="guard_memo_uniq")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} memo {self.kind}:{self.digest}"

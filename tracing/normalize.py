@@ -8,6 +8,7 @@ one request. Everything here is pure, never raises and is linear in the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -168,6 +169,14 @@ def action_key(tool: str | None, args: Any) -> tuple[str, frozenset[str]]:
     """(lower-cased tool name, token set) — what the repetition detector compares."""
     name = (tool or "").strip().lower()
     return name, frozenset(normalize_args(args))
+
+
+def stable_digest(text: str) -> int:
+    """A 64-bit signed digest of ``text`` that is the same in every process
+    (``hash()`` of a str is salted per process): what a watchdog state kept
+    between requests (tracing.guard) compares calls and results by."""
+    raw = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(raw, "big", signed=True)
 
 
 def call_signature(tool: str | None, args: Any) -> tuple[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from tracing.guard import guard_stops_expire
 from tracing.ingest.services import runs_ended, traces_close_stale
 from tracing.step_deletion import retention_sweep
 
@@ -17,7 +18,10 @@ def analyse_ingested(run_ids: list[int]) -> None:
 
 @shared_task(ignore_result=True, soft_time_limit=600, time_limit=660)
 def close_stale_traces() -> int:
-    return len(traces_close_stale())
+    # Guarded runs whose agent went silent after a stop end on the same beat.
+    stopped = guard_stops_expire()
+    runs_ended(stopped)
+    return len(traces_close_stale()) + len(stopped)
 
 
 # A sweep deletes in batches and can be cut short anywhere: the next one goes on.

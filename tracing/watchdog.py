@@ -35,6 +35,7 @@ from tracing.detectors.drift import (
     DRIFT_CHECK_EVERY,
     DRIFT_MIN_GAIN,
     DRIFT_PATIENCE,
+    Checkpoint,
     DriftDetector,
     DriftSignal,
 )
@@ -49,6 +50,7 @@ from tracing.detectors.observation import (
     OFF_TOPIC_MIN_OVERLAP,
     ObservationDetector,
     ObservationSignal,
+    SeenFeatures,
 )
 from tracing.detectors.repetition import (
     REPETITION_SIMILARITY,
@@ -59,7 +61,7 @@ from tracing.detectors.repetition import (
     args_preview,
 )
 from tracing.detectors.stagnation import STAGNATION_K, StagnationDetector
-from tracing.normalize import call_signature, normalize_args
+from tracing.normalize import call_signature, normalize_args, stable_digest
 from tracing.steps import TIERS, Intervention, Step
 
 # Consecutive invalid observations (error / empty / timeout / junk / too short)
@@ -371,7 +373,7 @@ def _scaled(value: int, factor: float) -> int:
 class _Watch:
     """The loop an intervention was about, judged on the model's next calls."""
 
-    calls: frozenset[tuple[str, str]]
+    calls: frozenset[int]
     trigger: _Trigger
     left: int  # calls still to judge
     # Steps of the interventions about this loop so far, this one last: if
@@ -403,11 +405,48 @@ def _threshold(name: str, value: float, score: float, op: str = ">=") -> dict[st
     return {"name": name, "value": value, "score": score, "op": op}
 
 
+def _watch_dict(watch: _Watch | None) -> dict[str, Any] | None:
+    if watch is None:
+        return None
+    return {"calls": sorted(watch.calls), "trigger": asdict(watch.trigger), "left": watch.left,
+            "chain": list(watch.chain)}
+
+
+def _watch_of(data: dict[str, Any] | None) -> _Watch | None:
+    if data is None:
+        return None
+    return _Watch(calls=frozenset(data["calls"]), trigger=_Trigger(**data["trigger"]), left=data["left"],
+                  chain=tuple(data["chain"]))
+
+
+class RunMemory(SeenFeatures):
+    """What a watchdog remembers for the whole run, growing with it: the
+    features observed (novelty) and, per valid result, the first call that
+    returned it (a confirmed value, STOP_FUTILE's comment). Everything else a
+    watchdog keeps is bounded (``Watchdog.snapshot``). In memory here; the step
+    API's guard keeps it in Postgres (tracing.guard)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sources: dict[int, int] = {}
+
+    def first_source(self, value: int, call: int) -> int:
+        """The call that first returned ``value`` (digests), ``call`` if none did."""
+        return self.sources.setdefault(value, call)
+
+
+# Version of Watchdog.snapshot()'s layout: a snapshot of another version is
+# refused by restore (the caller replays the run instead).
+SNAPSHOT_VERSION = 1
+
+
 class Watchdog:
     """Feed every step in order; get back the intervention to inject, if any."""
 
-    def __init__(self, policy: Policy = DEFAULT_POLICY, goal: str = "", context: dict[str, Any] | None = None) -> None:
+    def __init__(self, policy: Policy = DEFAULT_POLICY, goal: str = "", context: dict[str, Any] | None = None,
+                 memory: RunMemory | None = None) -> None:
         self.policy = policy
+        self.memory = memory if memory is not None else RunMemory()
         self.goal = goal or ""
         self.context = context or {}
         th, win, lad = policy.thresholds, policy.windows, policy.ladder
@@ -427,6 +466,7 @@ class Watchdog:
             off_topic_min_overlap=th.off_topic_min_overlap,
             off_topic_min_arg_tokens=th.off_topic_min_arg_tokens,
             novelty_min=th.novelty_min,
+            seen=self.memory,
         )
         self.stagnation = StagnationDetector(k=self.stagnation_k)
         self.drift = DriftDetector(
@@ -452,10 +492,10 @@ class Watchdog:
         # Futile repeats: each (call, result) pair with the turn it was last
         # seen at, the turn of the latest effective result, and the count.
         self._turn = 0
-        self._action_keys: dict[int, tuple[str, str]] = {}
-        self._pairs: dict[tuple[Any, ...], int] = {}
-        # Hash of a valid result's text -> the first call signature that returned it.
-        self._value_source: dict[int, tuple[str, str]] = {}
+        # Calls are compared by the digest of their signature (call_signature).
+        self._action_keys: dict[int, int] = {}
+        # (call, digest of its result) -> the turn the pair was last seen at.
+        self._pairs: dict[tuple[int, int], int] = {}
         self._effective_turn = -1
         self._effective_step = -1
         # Action index -> index of the result that answered it.
@@ -464,11 +504,11 @@ class Watchdog:
         self._futile_steps: list[int] = []
         # Fast lane: call -> (its futile repeats with an unusable result, the
         # step of the first of them), since the last progress.
-        self._dead_calls: dict[tuple[str, str], tuple[int, int]] = {}
+        self._dead_calls: dict[int, tuple[int, int]] = {}
         # Ignored interventions (IGNORED_WITHIN): the loop's latest turns without
         # progress as (call, result) hashes, the loop an intervention was about,
         # and whether this turn went on with it.
-        self._loop: deque[tuple[str, str]] = deque(maxlen=win.repetition)
+        self._loop: deque[int] = deque(maxlen=win.repetition)
         self._watch: _Watch | None = None
         self._ignored: _Watch | None = None
 
@@ -483,7 +523,7 @@ class Watchdog:
         obs_sig: ObservationSignal | None = None
 
         if step.kind == "action":
-            self._action_keys[step.index] = call_signature(step.tool, args_of(step))
+            self._action_keys[step.index] = stable_digest("\x00".join(call_signature(step.tool, args_of(step))))
             iv = self._dead_call(step)
             if iv is not None:
                 return iv
@@ -535,6 +575,83 @@ class Watchdog:
             return None
         return self._escalate(step, triggers, ignored)
 
+    def snapshot(self) -> dict[str, Any]:
+        """Everything this watchdog needs to go on, as plain JSON, bounded in
+        size: the run memory (RunMemory) is kept apart, the per-step signals
+        and the interventions already given are not kept, and what can no
+        longer matter is left out (a (call, result) pair older than the last
+        progress counts as unseen; only actions still waiting for a result
+        have a call key; only calls the repetition window can compare with
+        have an answer). ``restore`` of it, with the same memory, answers the
+        next steps exactly as this watchdog would."""
+        rep, obs, drift = self.repetition, self.observation, self.drift
+        waiting = {p[0] for p in obs._pending}
+        comparable = {i for past in rep._history.values() for i, _ in past}
+        if self._pending_rep is not None and self._pending_rep.compared_step is not None:
+            comparable.add(self._pending_rep.compared_step)
+        return {
+            "version": SNAPSHOT_VERSION,
+            "repetition": [[tool, [[i, sorted(toks)] for i, toks in past]] for tool, past in rep._history.items()],
+            "pending": [[i, tool, args, sorted(toks)] for i, tool, args, toks in obs._pending],
+            "stagnation": [self.stagnation.streak, self.stagnation.since_step],
+            "drift": {
+                "obtained": sorted(drift.obtained),
+                "checkpoints": [asdict(cp) for cp in drift.checkpoints[-(drift.patience + 1):]],
+                "count": drift._count, "stalled": drift._stalled, "prev_coverage": drift._prev_coverage,
+                "prev_missing": drift._prev_missing, "last_thought": drift._last_thought,
+                "recent_actions": list(drift._recent_actions),
+            },
+            "stopped": self.stopped, "level": self.level, "since": self._since, "progress_run": self._progress_run,
+            "pending_rep": asdict(self._pending_rep) if self._pending_rep is not None else None,
+            "invalid": [list(item) for item in self._invalid], "invalid_run": self._invalid_run,
+            "drift_level": self._drift_level, "hint_step": self._hint_step, "redirect_step": self._redirect_step,
+            "turn": self._turn,
+            "action_keys": [[i, k] for i, k in self._action_keys.items() if i in waiting],
+            "pairs": [[c, r, t] for (c, r), t in self._pairs.items() if t >= self._effective_turn],
+            "effective_turn": self._effective_turn, "effective_step": self._effective_step,
+            "answered_at": [[a, o] for a, o in self._answered_at.items() if a in comparable],
+            "futile": self.futile, "futile_steps": self._futile_steps[-4:],
+            "dead_calls": [[k, c, since] for k, (c, since) in self._dead_calls.items()],
+            "loop": list(self._loop),
+            "watch": _watch_dict(self._watch), "ignored": _watch_dict(self._ignored),
+        }
+
+    @classmethod
+    def restore(cls, state: dict[str, Any], policy: Policy = DEFAULT_POLICY, goal: str = "",
+                context: dict[str, Any] | None = None, memory: RunMemory | None = None) -> Watchdog:
+        """A watchdog that goes on from ``snapshot()``'s state (same policy,
+        goal and memory as the one that took it). ValueError on a snapshot of
+        another layout version."""
+        if state.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"watchdog snapshot version {state.get('version')!r}, expected {SNAPSHOT_VERSION}")
+        wd = cls(policy, goal=goal, context=context, memory=memory)
+        rep, obs, drift = wd.repetition, wd.observation, wd.drift
+        for tool, past in state["repetition"]:
+            rep._history[tool] = deque(((i, frozenset(toks)) for i, toks in past), maxlen=max(1, rep.window))
+        obs._pending = deque((i, tool, args, frozenset(toks)) for i, tool, args, toks in state["pending"])
+        wd.stagnation.streak, wd.stagnation.since_step = state["stagnation"]
+        d = state["drift"]
+        drift.obtained = set(d["obtained"])
+        drift.checkpoints = [Checkpoint(**cp) for cp in d["checkpoints"]]
+        drift._count, drift._stalled, drift._prev_coverage = d["count"], d["stalled"], d["prev_coverage"]
+        drift._prev_missing, drift._last_thought = d["prev_missing"], d["last_thought"]
+        drift._recent_actions.extend(d["recent_actions"])
+        wd.stopped, wd.level, wd._since, wd._progress_run = (state["stopped"], state["level"], state["since"],
+                                                              state["progress_run"])
+        wd._pending_rep = RepetitionSignal(**state["pending_rep"]) if state["pending_rep"] else None
+        wd._invalid.extend(tuple(item) for item in state["invalid"])
+        wd._invalid_run, wd._drift_level = state["invalid_run"], state["drift_level"]
+        wd._hint_step, wd._redirect_step, wd._turn = state["hint_step"], state["redirect_step"], state["turn"]
+        wd._action_keys = dict(state["action_keys"])
+        wd._pairs = {(c, r): t for c, r, t in state["pairs"]}
+        wd._effective_turn, wd._effective_step = state["effective_turn"], state["effective_step"]
+        wd._answered_at = dict(state["answered_at"])
+        wd.futile, wd._futile_steps = state["futile"], list(state["futile_steps"])
+        wd._dead_calls = {k: (c, since) for k, c, since in state["dead_calls"]}
+        wd._loop.extend(state["loop"])
+        wd._watch, wd._ignored = _watch_of(state["watch"]), _watch_of(state["ignored"])
+        return wd
+
     # -- internals -----------------------------------------------------------
     def _track_futility(self, obs: ObservationSignal, sig: dict[str, Any], step: Step) -> None:
         self._turn += 1
@@ -558,14 +675,14 @@ class Watchdog:
             # interpreter's cell number, "You have 3 steps left"): its digits are
             # blanked. A valid result keeps them: there they are the data.
             seen = _DIGITS_RE.sub("#", seen)
-        pair = (key[0], key[1], hash(seen))
+        pair = (key, stable_digest(seen))
         previous = self._pairs.get(pair)
         self._pairs[pair] = self._turn
         confirmed = False
         if not obs.bad:
             text = step.text if isinstance(step.text, str) else str(step.text or "")
             # A value another call already returned: confirmed, not futile.
-            confirmed = self._value_source.setdefault(hash(text[:ANALYSIS_CHARS].strip()), key) != key
+            confirmed = self.memory.first_source(stable_digest(text[:ANALYSIS_CHARS].strip()), key) != key
         if not obs.progress:
             self._judge_course(key, going_on=not confirmed)
             self._loop.append(key)
@@ -583,7 +700,7 @@ class Watchdog:
         else:
             self._dead_calls.pop(key, None)
 
-    def _judge_course(self, key: tuple[str, str], *, going_on: bool) -> None:
+    def _judge_course(self, key: int, *, going_on: bool) -> None:
         """After an intervention: did this call go on with its loop (IGNORED_WITHIN)?"""
         watch = self._watch
         if watch is None:

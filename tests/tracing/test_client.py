@@ -119,7 +119,7 @@ def test_transient_errors_are_retried():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         client = Client(f"http://127.0.0.1:{server.server_address[1]}", "al_x", retries=2, backoff=0.01)
-        assert client.append(1, [{"index": 0, "kind": "thought"}]) == {"written": 1, "duplicates": 0}
+        assert client.append(1, [{"index": 0, "kind": "thought"}]) == {"written": 1, "duplicates": 0, "decisions": []}
         assert len(calls) == 2 and calls[0] == calls[1]  # the same batch again: idempotent on the server
     finally:
         server.shutdown()

@@ -7,11 +7,14 @@ import pytest
 
 from runs.core.models import Run
 from tests.projects import project_of
+from tracing.guard import NOT_GUARDED
 from tracing.ingest.jsonapi import MAX_JSON_DEPTH
 from tracing.ingest.writes import COPY_MIN_ROWS, token_create, token_revoke
 from tracing.models import ExternalRun, Step
 
 pytestmark = pytest.mark.django_db
+# What the step API answers about the watchdog for a run created without `guard` (tests/tracing/test_guard.py).
+UNGUARDED = {"guard": "off", "decision": "none", "decision_reason": NOT_GUARDED}
 
 
 @pytest.fixture
@@ -60,7 +63,7 @@ def test_it_creates_appends_and_finishes_a_run(api, user):
     assert run.settings == {"agent": "my-loop", "external_id": "ext-1", "conversation_id": "conv-9"}
 
     response = api.post(f"/api/runs/{run.pk}/steps", {"steps": _steps(0, 3)})
-    assert response.json() == {"run": run.pk, "written": 3, "duplicates": 0}
+    assert response.json() == {"run": run.pk, "written": 3, "duplicates": 0, **UNGUARDED}
     response = api.post(f"/api/runs/{run.pk}/finish", {"status": "succeeded", "final_answer": "Fredville"})
     assert response.status_code == 200
     body = response.json()
@@ -78,7 +81,7 @@ def test_a_resent_batch_is_a_no_op(api):
     run_id = _create(api)["id"]
     api.post(f"/api/runs/{run_id}/steps", {"steps": _steps(0, 2)})
     response = api.post(f"/api/runs/{run_id}/steps", {"steps": _steps(0, 3)})
-    assert response.json() == {"run": run_id, "written": 1, "duplicates": 2}
+    assert response.json() == {"run": run_id, "written": 1, "duplicates": 2, **UNGUARDED}
     run = Run.objects.get(pk=run_id)
     assert run.step_count == 3 and run.prompt_tokens == 30
 
@@ -90,7 +93,7 @@ def test_the_copy_path_skips_stored_indices_and_keeps_the_summary(api):
     big.append({"index": COPY_MIN_ROWS + 10, "kind": "intervention", "text": "loop",
                 "meta": {"detector": "repetition", "tier": "hint"}})
     response = api.post(f"/api/runs/{run_id}/steps", {"steps": big})
-    assert response.json() == {"run": run_id, "written": COPY_MIN_ROWS + 6, "duplicates": 5}
+    assert response.json() == {"run": run_id, "written": COPY_MIN_ROWS + 6, "duplicates": 5, **UNGUARDED}
     run = Run.objects.get(pk=run_id)
     assert run.step_count == Step.objects.filter(run_id=run_id).count() == COPY_MIN_ROWS + 11
     assert run.prompt_tokens == 10 * (COPY_MIN_ROWS + 10)

@@ -215,6 +215,20 @@ def is_injection(text: str) -> bool:
     return bool(INJECTION_RE.search(head))
 
 
+class SeenFeatures:
+    """The features observed so far in a run, in memory. ``add`` returns how
+    many of ``feats`` are new. The step API's guard keeps them in Postgres
+    instead (tracing.guard), so a long run is not reloaded on every request."""
+
+    def __init__(self) -> None:
+        self.features: set[str] = set()
+
+    def add_features(self, feats: set[str]) -> int:
+        new = len(feats - self.features)
+        self.features |= feats
+        return new
+
+
 @dataclass
 class ObservationDetector:
     junk_markup_ratio: float = JUNK_MARKUP_RATIO
@@ -223,7 +237,7 @@ class ObservationDetector:
     off_topic_min_overlap: float = OFF_TOPIC_MIN_OVERLAP
     off_topic_min_arg_tokens: int = OFF_TOPIC_MIN_ARG_TOKENS
     novelty_min: float = NOVELTY_MIN
-    _seen: set[str] = field(default_factory=set)
+    seen: SeenFeatures = field(default_factory=SeenFeatures)
     # Calls waiting for their result, oldest first: parallel tool calls are
     # answered in order, each result by the oldest pending call of its tool.
     _pending: deque[tuple[int, str, Any, frozenset[str]]] = field(default_factory=deque)
@@ -243,9 +257,8 @@ class ObservationDetector:
         role = role_of(step)
         toks = content_tokens(text, ANALYSIS_CHARS)
         feats = features(toks)
-        new = len(feats - self._seen) if feats else 0
+        new = self.seen.add_features(feats) if feats else 0
         novelty = new / len(feats) if feats else 0.0
-        self._seen |= feats
         injection = is_injection(text)
         if role in ("user", "system"):
             # The user's turn answers the agent's reply: replies wait for no tool result.

@@ -41,8 +41,10 @@ STEP_FIELDS = frozenset(
 )
 RUN_FIELDS = frozenset(
     {"prompt", "model", "agent", "external_id", "conversation_id", "metadata", "context", "steps", "finish",
-     "analyse", "tags", "session_id"}
+     "analyse", "tags", "session_id", "guard"}
 )
+# `guard` on a new run (tracing.guard): true -> "act", "observe" (shadow mode), false / absent -> not guarded.
+GUARD_MODES = {True: "act", "act": "act", "observe": "observe", False: "", None: ""}
 FINISH_FIELDS = frozenset({"status", "final_answer", "reason", "success"})
 
 
@@ -248,6 +250,7 @@ class RunRequest:
     steps: list[Step] = field(default_factory=list)
     finish: Finish | None = None
     analyse: bool = True
+    guard: str = ""  # "act" | "observe" | "" (GUARD_MODES)
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -273,6 +276,9 @@ def parse_run(raw: Any, where: str = "body") -> RunRequest:
     if not isinstance(analyse, bool):
         raise ApiError(f"{where}.analyse must be true or false")
     conversation_id = _str(obj.get("conversation_id"), f"{where}.conversation_id", max_chars=200)
+    guard = obj.get("guard")
+    if not isinstance(guard, (bool, str, type(None))) or guard not in GUARD_MODES:
+        raise ApiError(f"{where}.guard must be true, false or \"observe\"")
     try:
         # A conversation is a session: runs of one dialogue are listed together.
         labels = clean_labels(tags=obj.get("tags"), metadata=metadata,
@@ -291,6 +297,7 @@ def parse_run(raw: Any, where: str = "body") -> RunRequest:
         steps=parse_steps(obj["steps"], f"{where}.steps") if obj.get("steps") is not None else [],
         finish=parse_finish(obj["finish"], f"{where}.finish") if obj.get("finish") is not None else None,
         analyse=analyse,
+        guard=GUARD_MODES[guard],
     )
 
 

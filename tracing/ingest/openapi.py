@@ -111,6 +111,8 @@ def _inputs() -> dict[str, Any]:
             "finish": {"$ref": "#/components/schemas/Finish"},
             "analyse": {"type": "boolean", "default": True,
                         "description": "compute signals and the anchor break when the run is finished here"},
+            "guard": {"oneOf": [{"type": "boolean"}, {"const": "observe"}], "default": False,
+                      "description": _GUARD_DOC},
         },
     }
     labels_in = {
@@ -126,6 +128,38 @@ def _inputs() -> dict[str, Any]:
     }
     return {"Step": step, "Finish": finish, "Context": context, "RunIn": run_in, "LabelsIn": labels_in}
 
+
+_GUARD_DOC = (
+    "true: agentlab's watchdog judges every step as it arrives, under the project's default policy (fixed when "
+    "the run is created), and each steps request answers with its decision; a stop ends the run `stopped` by the "
+    "watchdog at the agent's next request or finish, or after GUARD_STOP_TIMEOUT_S (60 s) without one. "
+    "\"observe\": shadow mode, the decisions are answered and recorded but nothing ends the run. "
+    "Decisions are recorded as the run's interventions (`sent_to_agent` or `shadow` in the step's "
+    "`meta.replayed_intervention`)")
+
+_DECISION = {
+    "oneOf": [
+        {"const": "none"},
+        {"type": "object", "required": ["tier", "detector", "text", "evidence", "step"], "properties": {
+            "tier": {"type": "string", "enum": ["hint", "redirect", "stop"]},
+            "detector": {"type": "string", "description": "repetition, observation, stagnation or drift"},
+            "text": {"type": "string", "description": "what to put into the agent's next prompt (the stop's "
+                                                      "reason and fallback)"},
+            "evidence": {"type": "object", "description": "the threshold met, scores and steps compared"},
+            "step": {"type": "integer", "description": "the step it reacted to"}}},
+    ],
+    "description": "the watchdog's decision on this batch (its last, when it made several): the same "
+                   "decision, text and evidence agentlab's own loop gets for the same steps",
+}
+_GUARD_OUT = {
+    "guard": {"type": "string", "enum": ["act", "observe", "off"]},
+    "decision": _DECISION,
+    "decisions": {"type": "array", "items": {"type": "object"},
+                  "description": "every decision of the batch, oldest first, when there were several"},
+    "decision_reason": {"type": "string", "description": "why the decision is none when that is not 'nothing "
+                                                        "to say': the run is not guarded, has ended, or was "
+                                                        "stopped and this request acknowledged it"},
+}
 
 _METADATA_DOC = (f"flat key/value pairs: at most {MAX_METADATA_KEYS} keys of {MAX_METADATA_KEY_CHARS} characters, "
                  f"values of {MAX_METADATA_VALUE_CHARS} characters (objects and arrays kept as JSON text), "
@@ -145,12 +179,13 @@ def _schemas() -> dict[str, Any]:
             "id": {"type": "integer"}, "external_id": {"type": ["string", "null"]},
             "created": {"type": "boolean"}, "status": {"type": "string"},
             "steps_written": {"type": "integer"}, "steps_duplicate": {"type": "integer"},
-            "url": {"type": "string"}}},
+            "url": {"type": "string"}, **_GUARD_OUT}},
         "RunsOut": {"type": "object", "properties": {"runs": {"type": "array",
                                                              "items": {"$ref": "#/components/schemas/RunOut"}}}},
         "StepsOut": {"type": "object", "properties": {
             "run": {"type": "integer"}, "written": {"type": "integer"},
-            "duplicates": {"type": "integer", "description": "indices already stored (first write wins)"}}},
+            "duplicates": {"type": "integer", "description": "indices already stored (first write wins)"},
+            **_GUARD_OUT}},
         "RunSummary": {"type": "object", "properties": {
             "id": {"type": "integer"},
             "status": {"type": "string", "enum": ["queued", "running", *FINISH_STATUSES]},
@@ -183,7 +218,8 @@ def _paths() -> dict[str, Any]:
             "responses": {"200": _ok("RunSummary"), **_ERRORS},
         }},
         "/api/runs/{run_id}/steps": {"post": {
-            "summary": "Append a batch of steps (indices strictly increasing; resends are no-ops)",
+            "summary": "Append a batch of steps (indices strictly increasing; resends are no-ops); a guarded "
+                       "run's answer carries the watchdog's decision",
             "parameters": _RUN_ID, "requestBody": _json_body("StepsIn"),
             "responses": {"200": _ok("StepsOut"), **_ERRORS},
         }},

@@ -19,6 +19,15 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from tracing.call_store import calls_record
+from tracing.guard import (
+    NOT_GUARDED,
+    GuardAnswer,
+    guard_observe,
+    guard_of,
+    guard_start,
+    guard_stop_end,
+    stop_reason,
+)
 from tracing.ingest.jsonapi import ApiError, Finish, RunRequest
 from tracing.ingest.otlp import (
     Span,
@@ -88,10 +97,11 @@ class RunResult:
     created: bool
     written: int = 0
     duplicates: int = 0
+    guard: GuardAnswer | None = None
 
     def as_dict(self) -> dict:
         run = self.run
-        return {
+        out = {
             "id": run.pk,
             "external_id": (run.settings or {}).get("external_id"),
             "created": self.created,
@@ -100,6 +110,9 @@ class RunResult:
             "steps_duplicate": self.duplicates,
             "url": run.get_absolute_url(),
         }
+        if self.guard is not None:
+            out.update(self.guard.as_dict())
+        return out
 
 
 def _finish_fields(finish: Finish, now: datetime) -> dict:
@@ -147,11 +160,20 @@ def runs_ingest(*, owner, project_id: int, requests: Sequence[RunRequest]) -> li
         fast_commit()
         known = locked_external_runs(owner=owner, project_id=project_id, source=ExternalRun.Source.API,
                                      external_ids=external_ids)
+        # A guarded run's first steps are judged before they are written, as any batch's.
+        held = {pos: req.steps for pos, req in enumerate(requests) if req.guard and req.external_id not in known}
+        for pos in held:
+            requests[pos].steps = []
         fresh = {pos: (req, _new_api_run(owner, project_id, req, now)) for pos, req in enumerate(requests)
                  if req.external_id not in known}
         _create_api_runs(owner, project_id, list(fresh.values()))
         for pos, (req, run) in fresh.items():
             results[pos] = RunResult(run, True, len(req.steps), 0)
+            if pos in held:
+                guard = guard_start(run=run, mode=req.guard)
+                req.steps = held[pos]
+                results[pos].guard = guard_observe(run=run, guard=guard, steps=req.steps, now=now)
+                results[pos].written = append_steps(run.pk, req.steps).written
             if req.finish is not None and req.analyse:
                 ended.append(run.pk)
         for pos, req in enumerate(requests):
@@ -166,7 +188,9 @@ def runs_ingest(*, owner, project_id: int, requests: Sequence[RunRequest]) -> li
 
 
 def _owned_api_run(owner, project_id: int, run_id: int) -> models.Model:
-    run = get_run_model().objects.select_for_update().filter(pk=run_id, owner=owner, project_id=project_id).first()
+    # The guard's state comes with the locked row (tracing.guard): one round trip, not two.
+    run = (get_run_model().objects.select_for_update(of=("self",)).select_related("guard")
+           .filter(pk=run_id, owner=owner, project_id=project_id).first())
     if run is None:
         # Another user's (or project's) run looks exactly like a missing one.
         raise ApiError(f"run {run_id} not found", 404)
@@ -188,10 +212,39 @@ def _all_stored(run_id: int, steps: Sequence[StepRecord]) -> bool:
     return Step.objects.filter(run_id=run_id, index__in=indices).count() == len(indices)
 
 
-def run_append(*, owner, project_id: int, run_id: int, steps: Sequence[StepRecord]) -> Appended:
+def _ended_reason(run: models.Model) -> str:
+    why = f": {run.reason}" if run.reason else ""
+    return f"run {run.pk} has ended ({run.status}{why}); there is nothing left to decide"
+
+
+def run_append(*, owner, project_id: int, run_id: int,
+               steps: Sequence[StepRecord]) -> tuple[Appended, GuardAnswer]:
+    """Append a batch; a guarded run's batch is judged first (tracing.guard),
+    and the batch after a stop was sent acknowledges it: written, then the run
+    ends `stopped` by the watchdog."""
+    now = timezone.now()
     with transaction.atomic():
         fast_commit()
-        return _append_locked(_owned_api_run(owner, project_id, run_id), steps)
+        run = _owned_api_run(owner, project_id, run_id)
+        guard = guard_of(run)
+        mode = guard.mode if guard is not None else ""
+        if run.status not in run.LIVE_STATUSES:
+            appended = _append_locked(run, steps) if steps else Appended(0, 0)
+            answer = GuardAnswer(mode=mode, reason=_ended_reason(run) if guard else NOT_GUARDED)
+        elif guard is None:
+            appended, answer = append_steps(run.pk, steps), GuardAnswer(reason=NOT_GUARDED)
+        elif guard.stop is not None:
+            appended = append_steps(run.pk, steps)
+            finals = [s.text for s in steps if s.kind == "final"]
+            guard_stop_end(run=run, guard=guard, now=now, final_answer=finals[-1] if finals else "")
+            answer = GuardAnswer(mode=mode, ended=True,
+                                 reason=f"run {run.pk} ended: {stop_reason(guard.stop)}, acknowledged by this request")
+        else:
+            answer = guard_observe(run=run, guard=guard, steps=steps, now=now)
+            appended = append_steps(run.pk, steps)
+    if answer.ended:
+        runs_ended([run.pk])
+    return appended, answer
 
 
 def _finish_locked(run: models.Model, finish: Finish, now: datetime) -> bool:
@@ -211,7 +264,15 @@ def _finish_locked(run: models.Model, finish: Finish, now: datetime) -> bool:
 def run_finish_api(*, owner, project_id: int, run_id: int, finish: Finish) -> models.Model:
     with transaction.atomic():
         run = _owned_api_run(owner, project_id, run_id)
-        finished = _finish_locked(run, finish, timezone.now())
+        guard = guard_of(run)
+        if guard is not None and guard.stop is not None and run.status in run.LIVE_STATUSES:
+            # The agent's finish after a stop acknowledges it, whatever status it says.
+            guard_stop_end(run=run, guard=guard, now=timezone.now(), final_answer=finish.final_answer)
+            finished = True
+        elif guard is not None and guard.stop is not None and run.stopped_by == "watchdog":
+            finished = False  # acknowledged already (its next batch): the finish is its echo
+        else:
+            finished = _finish_locked(run, finish, timezone.now())
     if finished:
         runs_ended([run.pk])
         run.refresh_from_db()
