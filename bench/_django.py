@@ -14,11 +14,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 # Beside the checkout or one of its parents (a worktree under /work/wt/ finds /work/shared/eval).
 EVAL_DIR = _paths.eval_dir()
+SMOKE = _paths.SMOKE
+sized = _paths.sized
 # Settings refuse to start without a key when DEBUG is off; benches use scratch
 # databases only (servers they start inherit it).
 os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-serving-0123456789abcdef")
 # Django's test client, which the page benches drive, calls itself "testserver".
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost,127.0.0.1,[::1]")
+
+
+def bench_db(default: str) -> str:
+    """The bench's scratch database: BENCH_DB, so two checkouts (or the smoke
+    tests beside a measurement) never share one; else the bench's own name."""
+    return os.environ.get("BENCH_DB", default)
 
 
 def setup(db_name: str | None = None) -> None:
