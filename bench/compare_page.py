@@ -108,7 +108,7 @@ def seed_group(name: str, n_runs: int, n_steps: int, rng: random.Random) -> int:
         answer = "Fredville" if success else "Sylvania"
         steps.append(Step(index=i, kind="final", text=answer, args={"answer": answer}))
         run = Run.objects.create(
-            task=task, prompt=task.prompt, group=group, owner=owner, status="finished",
+            task=task, prompt=task.prompt, group=group, owner=owner, project=group.project, status="finished",
             success=success, final_answer=answer, seed=r, step_count=len(steps),
             prompt_tokens=sum(s.prompt_tokens for s in steps), completion_tokens=sum(s.completion_tokens for s in steps),
             intervention_count=sum(s.kind == "intervention" for s in steps),

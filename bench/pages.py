@@ -98,6 +98,28 @@ def timed(client, url: str, n: int = REPEAT) -> list[float]:
     return times
 
 
+def paired_cpu(client, url: str, rounds: int) -> dict[str, list[float]]:
+    """Python CPU ms per request (this process: the test client runs the view in
+    it) with every row rendered, as before the row cache, and with rows from
+    it; interleaved, so a busy machine slows both alike."""
+    from runs.core import step_rows
+
+    cached = step_rows.rows
+    modes = {"before: every row rendered": step_rows.RowCache(max_rows=0), "after: rows from the cache": cached}
+    cpu: dict[str, list[float]] = {name: [] for name in modes}
+    try:
+        for i in range(rounds + 2):
+            for name, cache in modes.items():
+                step_rows.rows = cache
+                t0 = time.process_time()
+                assert client.get(url).status_code == 200
+                if i >= 2:  # warm-up rounds left out
+                    cpu[name].append((time.process_time() - t0) * 1000)
+    finally:
+        step_rows.rows = cached
+    return cpu
+
+
 def main() -> None:
     _django.ensure_database(DB)
     t0 = time.perf_counter()
@@ -133,6 +155,10 @@ def main() -> None:
         timed(client, url, 3)  # warm
         t = timed(client, url)
         print(f"{name:42} {statistics.median(t):10.1f} {_django.percentile(t, 95):8.1f} {max(t):8.1f}")
+    print(f"\nrun page, {BIG_STEPS} steps: Python CPU per request, paired in this run (target median <= 40 ms)")
+    print(f"{'mode':42} {'median ms':>10} {'p95 ms':>8}")
+    for name, cpu in paired_cpu(client, f"/runs/{big_id}/", REPEAT).items():
+        print(f"{name:42} {statistics.median(cpu):10.1f} {_django.percentile(cpu, 95):8.1f}")
 
 
 if __name__ == "__main__":

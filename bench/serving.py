@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import bench_db, ensure_database, sized  # noqa: E402
+from _django import bench_db, bench_project, ensure_database, sized  # noqa: E402
 
 DB_NAME = bench_db("agentlab_bench_serving")
 WORKERS, THREADS = 2, 4
@@ -49,7 +49,8 @@ def main() -> None:
 
     user, _ = get_user_model().objects.get_or_create(username="bench")
     out = io.StringIO()
-    call_command("apitoken", "create", "--user", user.username, "--name", "bench", stdout=out)
+    project = bench_project(user)
+    call_command("apitoken", "create", "--user", user.username, "--project", project.slug, "--name", "bench", stdout=out)
     token = out.getvalue().strip()
 
     rows = []
