@@ -19,12 +19,12 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 # Modules of bench/ that are imported by benches, not run.
 LIBRARIES = {"corruptions", "anchoring_semantic"}
-# Benches that start a Celery worker (bench/_django.running_stack) or drive Chromium.
+# Benches that start a Celery worker (bench/_django.running_stack) or drive Chromium
+# (compare_page's smoke size leaves its Chromium part out).
 NEEDS = {
     "evaluation": [pytest.mark.worker],
     "throughput": [pytest.mark.worker],
     "live_latency": [pytest.mark.worker, pytest.mark.browser],
-    "compare_page": [pytest.mark.browser],
 }
 # A smoke run's ceiling: seconds in the normal case, with room for a loaded box.
 SMOKE_TIMEOUT_S = 300
