@@ -47,10 +47,21 @@ def test_the_libraries_are_not_benches():
         assert '__name__ == "__main__"' not in (BENCH / f"{name}.py").read_text(encoding="utf-8")
 
 
+@pytest.fixture
+def bench_db(request):
+    """The bench's scratch database, dropped after it (a pure-Python bench makes none)."""
+    import psycopg
+
+    name = f"{os.environ.get('DB_TEST_NAME', 'test_agentlab')}_bench_{request.node.callspec.params['name']}"[:63]
+    yield name
+    with psycopg.connect(host=os.environ.get("DB_HOST", "127.0.0.1"), user=os.environ.get("DB_USER", "postgres"),
+                         dbname="postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.mark.parametrize("name", [pytest.param(n, marks=NEEDS.get(n, [])) for n in _benches()])
-def test_the_bench_runs_at_its_smoke_size(name, tmp_path):
-    db = os.environ.get("DB_TEST_NAME", "test_agentlab")
-    env = {**os.environ, "BENCH_DB": f"{db}_bench_{name}"[:63], "PYTHONUNBUFFERED": "1"}
+def test_the_bench_runs_at_its_smoke_size(name, bench_db, tmp_path):
+    env = {**os.environ, "BENCH_DB": bench_db, "PYTHONUNBUFFERED": "1"}
     env.pop("DB_NAME", None)
     done = subprocess.run([sys.executable, str(BENCH / f"{name}.py"), "--smoke"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=SMOKE_TIMEOUT_S)
