@@ -14,11 +14,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 # Beside the checkout or one of its parents (a worktree under /work/wt/ finds /work/shared/eval).
 EVAL_DIR = _paths.eval_dir()
+SMOKE = _paths.SMOKE
+sized = _paths.sized
 # Settings refuse to start without a key when DEBUG is off; benches use scratch
 # databases only (servers they start inherit it).
 os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-serving-0123456789abcdef")
 # Django's test client, which the page benches drive, calls itself "testserver".
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost,127.0.0.1,[::1]")
+
+
+def bench_db(default: str) -> str:
+    """The bench's scratch database: BENCH_DB, so two checkouts (or the smoke
+    tests beside a measurement) never share one; else the bench's own name."""
+    return os.environ.get("BENCH_DB", default)
 
 
 def setup(db_name: str | None = None) -> None:
@@ -31,19 +39,49 @@ def setup(db_name: str | None = None) -> None:
     django.setup()
 
 
-def ensure_database(name: str) -> None:
-    """Create (or reset) a scratch database for a benchmark and migrate it."""
+def _admin_connection():
     import psycopg
 
     host = os.environ.get("DB_HOST", "127.0.0.1")
     user = os.environ.get("DB_USER", "postgres")
-    with psycopg.connect(host=host, user=user, dbname="postgres", autocommit=True) as conn:
+    return psycopg.connect(host=host, user=user, dbname="postgres", autocommit=True)
+
+
+def _migrated_template() -> str:
+    """A database migrated once per set of migrations, that scratch databases
+    are copied from: migrating from nothing takes most of a small bench's time."""
+    import hashlib
+    import subprocess
+
+    digest = hashlib.sha256()
+    for path in sorted(ROOT.glob("*/migrations/*.py")) + sorted(ROOT.glob("*/*/migrations/*.py")):
+        digest.update(path.read_bytes())
+    template = f"bench_template_{digest.hexdigest()[:16]}"
+    with _admin_connection() as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [template]).fetchone():
+            return template
+        building = f"{template}_{os.getpid()}"
+        conn.execute(f'CREATE DATABASE "{building}"')
+    env = {**os.environ, "DB_NAME": building, "DJANGO_SETTINGS_MODULE": "agentlab.settings"}
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], env=env, check=True)
+    with _admin_connection() as conn:
+        try:
+            conn.execute(f'ALTER DATABASE "{building}" RENAME TO "{template}"')
+        except Exception:  # another bench built it meanwhile: keep theirs
+            conn.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
+    return template
+
+
+def ensure_database(name: str) -> None:
+    """Create (or reset) a scratch database for a benchmark, migrated."""
+    template = _migrated_template()
+    with _admin_connection() as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     setup(name)
     from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
+    call_command("migrate", verbosity=0)  # nothing left to apply; checks the copy
 
 
 def percentile(values: list[float], p: float) -> float:

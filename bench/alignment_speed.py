@@ -9,7 +9,7 @@ of the repository) with the mutations reruns show: a detour inserted, a step
 dropped, a query rephrased, a different choice from some step on, an early
 stop. A worst case of 50 unrelated runs (no shared action) is timed too.
 
-    .venv/bin/python bench/alignment_speed.py [--repeat 5] [--seed 1]
+    .venv/bin/python bench/alignment_speed.py [--repeat 5] [--seed 1] [--smoke]
 """
 
 from __future__ import annotations
@@ -22,13 +22,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import _paths
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from tracing.alignment import align_runs  # noqa: E402
 from tracing.steps import Step, read_jsonl  # noqa: E402
 
-EVAL_DIR = REPO_ROOT.parent / "shared" / "eval"
+EVAL_DIR = _paths.eval_dir()
 SOURCES = ("alfworld_sala", "reflexion_hotpotqa", "react_webshop")
 
 # Page budget for 20 x 50 is 300 ms in all; alignment gets at most half.
@@ -122,7 +124,7 @@ def time_ms(runs: list[list[Step]], repeat: int) -> tuple[float, float, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=_paths.sized(5, 1))
     parser.add_argument("--seed", type=int, default=1)
     opts = parser.parse_args()
     rng = random.Random(opts.seed)
@@ -143,7 +145,7 @@ def main() -> int:
             failed |= not ok
             verdict = f"<= {target:.0f} ms {'ok' if ok else 'MISSED'}"
         print(f"{name:<18} {median:>10.1f} {worst:>8.1f} {rows:>5}  {verdict}")
-    return 1 if failed else 0
+    return _paths.exit_code(failed)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Re-analysis of stored runs (`manage.py analyse`, issue 11): runs per second;
 and what error attribution adds to a run's analysis (issue 17: <= 5 ms per run).
 
-    .venv/bin/python bench/analyse.py [--copies 3] [--pairs 3]
+    .venv/bin/python bench/analyse.py [--copies 3] [--pairs 3] [--smoke: one copy of a few runs per source]
 
 Seeds a scratch database `agentlab_bench_analyse` by importing every source of
 shared/eval `--copies` times under different source labels (3 copies: 10,074
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import resource
 import statistics
 import time
@@ -29,7 +28,7 @@ from unittest import mock
 
 import _django
 
-DB = os.environ.get("BENCH_DB", "agentlab_bench_analyse")
+DB = _django.bench_db("agentlab_bench_analyse")
 PAIR_BATCH = 50  # runs per timed runs_analyse call: the analyse command's batches, smaller
 
 
@@ -96,8 +95,8 @@ def attribution_overhead(pairs: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--copies", type=int, default=3)
-    parser.add_argument("--pairs", type=int, default=3, help="rounds of paired batches for the attribution figure")
+    parser.add_argument("--copies", type=int, default=_django.sized(3, 1))
+    parser.add_argument("--pairs", type=int, default=_django.sized(3, 1), help="rounds of paired batches for the attribution figure")
     parser.add_argument("--attribution-only", action="store_true", help="skip timing `manage.py analyse --all`")
     args = parser.parse_args()
     _django.ensure_database(DB)

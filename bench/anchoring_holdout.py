@@ -32,6 +32,8 @@ with a seed. Run by hand::
 
     python bench/anchoring_holdout.py [--seed 11] [--sources a,b] [--limit N]
                                       [--show-missed N]
+
+``--smoke``: the same on a few short runs per source (bench/_paths.py), seconds.
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ when fewer clean runs fit the kind). Pure Python, stdlib only, no Django.
 Deterministic: one ``random.Random`` per (seed, source, kind), seeded with a
 string (hashed with SHA-512 by ``random``, not by ``hash()``), and everything
 iterated in sorted or recorded order.
+
+``--smoke``: the same on a few short runs per source (bench/_paths.py), seconds.
 """
 
 from __future__ import annotations

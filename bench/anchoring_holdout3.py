@@ -13,6 +13,8 @@ the detector's ``first_break``.
 
 Stdlib only. Deterministic: each (seed, source, kind) has its own
 ``random.Random(f"holdout3/{seed}/{source}/{kind}")``.
+
+``--smoke``: the same on a few short runs per source (bench/_paths.py), seconds.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ rule that decides as often before a success says nothing about the failure.
     .venv/bin/python bench/attribution_eval.py --rates    # + rule rates
     .venv/bin/python bench/attribution_eval.py --sample   # the ids to label
 Target (issue 17): attribution adds <= 5 ms per run to the analysis.
+
+``--smoke``: the same on a few short runs per source (bench/_paths.py), seconds.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _paths import describe, eval_dir, setup_code_path  # noqa: E402
+from _paths import SMOKE, describe, eval_dir, full_eval_dir, setup_code_path  # noqa: E402
 
 CODE_ROOT = setup_code_path()
 
@@ -45,6 +47,9 @@ SEED = 17
 SAMPLE_SIZE = 60
 TARGET_MS = 5.0
 STEP_NEAR = 2
+# --smoke scores this many labelled runs (read from the whole data: the slice
+# holds few of them).
+SMOKE_LABELS = 5
 
 
 def failed_runs(source: str) -> list[Trajectory]:
@@ -70,8 +75,8 @@ def load_labels(path: Path = LABELS) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def load_runs() -> dict[tuple[str, str], Trajectory]:
-    return {(p.parent.name, t.run_id): t for p in sorted(EVAL_DIR.glob("*/runs.jsonl")) for t in read_jsonl(p)}
+def load_runs(root: Path = EVAL_DIR) -> dict[tuple[str, str], Trajectory]:
+    return {(p.parent.name, t.run_id): t for p in sorted(root.glob("*/runs.jsonl")) for t in read_jsonl(p)}
 
 
 def pct(num: int, den: int) -> str:
@@ -180,6 +185,10 @@ def main() -> None:
     print(f"measuring {describe(CODE_ROOT)}\ndata {EVAL_DIR}")
     runs = load_runs()
     labels = load_labels()
+    if SMOKE:
+        labels = labels[:SMOKE_LABELS]
+        whole = load_runs(full_eval_dir())
+        runs.update({key: whole[key] for key in ((lab["source"], lab["run_id"]) for lab in labels)})
     guesses = {}
     for lab in labels:
         traj = runs[(lab["source"], lab["run_id"])]

@@ -9,7 +9,7 @@ shared/eval (the trajectories repeated) so the replay runs the detectors on
 real text. Then times the dashboard through Django's test client and a
 what-if sweep through the same service the worker runs.
 
-    .venv/bin/python bench/dashboard.py
+    .venv/bin/python bench/dashboard.py [--smoke: 300 runs, 3,000 steps]
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ import time
 
 import _django
 
-DB = "agentlab_bench_dashboard"
-N_RUNS = 50_000
-N_STEPS = 1_000_000
-N_REAL = 10_000
+DB = _django.bench_db("agentlab_bench_dashboard")
+N_RUNS = _django.sized(50_000, 300)
+N_STEPS = _django.sized(1_000_000, 3_000)
+N_REAL = _django.sized(10_000, 100)
+REPEAT = _django.sized(10, 2)
 
 
 def _copy(table: str, cols: str, buf: io.StringIO) -> None:
@@ -136,7 +137,7 @@ def main() -> None:
     for name, url in cases.items():
         client.get(url)
         times = []
-        for _ in range(10):
+        for _ in range(REPEAT):
             t = time.perf_counter()
             assert client.get(url).status_code == 200
             times.append((time.perf_counter() - t) * 1000)

@@ -34,6 +34,8 @@ call since the previous one) get an intervention (should be ~0); the time of
 Run (measures the checkout that provides ``tracing``):
     .venv/bin/python bench/detectors_eval.py [--policy NAME_OR_JSON] [--eval DIR] [--no-speed]
     PYTHONPATH=/work/main /work/main/.venv/bin/python bench/detectors_eval.py   # another checkout's detectors
+
+``--smoke``: the same on a few short runs per source (bench/_paths.py), seconds.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Speed of all detectors together (the Watchdog), on one core.
 
-    .venv/bin/python bench/detectors_speed.py [--eval DIR]
+    .venv/bin/python bench/detectors_speed.py [--eval DIR] [--smoke]
 
 1. steps/s over every real trajectory in ../shared/eval (target >= 20,000);
 2. per-step cost at run lengths 10, 100 and 1,000 (synthetic runs built by
@@ -16,6 +16,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import _paths
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -23,7 +25,7 @@ from tracing.steps import Step, Trajectory, read_jsonl  # noqa: E402
 from tracing.watchdog import DEFAULT_POLICY, Watchdog  # noqa: E402
 
 TARGET_STEPS_PER_S = 20_000
-DEFAULT_EVAL = REPO.parent / "shared" / "eval"
+DEFAULT_EVAL = _paths.eval_dir()
 # Interventions off: a stop would end runs early and flatter the figure.
 POLICY = replace(DEFAULT_POLICY, enabled=False)
 
@@ -49,7 +51,7 @@ def synthetic(pool: list[Step], length: int, offset: int) -> list[Step]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--eval", default=str(DEFAULT_EVAL))
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=_paths.sized(3, 1))
     args = parser.parse_args()
     files = sorted(Path(args.eval).glob("*/runs.jsonl"))
     if not files:
@@ -77,7 +79,7 @@ def main() -> int:
 
     pool = [s for t in trajs for s in t.steps]
     print("per-step cost by run length (synthetic runs of repeated real steps):")
-    total_steps = 20_000
+    total_steps = _paths.sized(20_000, 2_000)
     for length in (10, 100, 1000):
         runs = [synthetic(pool, length, k * length) for k in range(total_steps // length)]
         best_run = float("inf")

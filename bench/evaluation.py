@@ -11,7 +11,7 @@ evaluation would cost if it were only its runs). Then the evaluation page
 Wall time follows the machine's load (two cores shared with whatever else
 runs); the worker processes' CPU seconds per run, printed beside it, do not.
 
-    .venv/bin/python bench/evaluation.py [TASKS] [RERUNS]
+    .venv/bin/python bench/evaluation.py [TASKS] [RERUNS] [--smoke: 2 tasks, 1 rerun]
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import _django
 
-DB = "agentlab_bench_evaluation"
+DB = _django.bench_db("agentlab_bench_evaluation")
 STRATEGIES = ["no_tools", "one_retrieval", "fixed_workflow", "react"]
-PAGE_LOADS = 30
+PAGE_LOADS = _django.sized(30, 2)
 
 
 def _wait(qs) -> float:
@@ -131,4 +131,5 @@ def main(n_tasks: int, reruns: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20, int(sys.argv[2]) if len(sys.argv) > 2 else 5)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else _django.sized(20, 2),
+         int(sys.argv[2]) if len(sys.argv) > 2 else _django.sized(5, 1))

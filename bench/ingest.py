@@ -1,6 +1,6 @@
 """Ingestion speed: the JSON step API and OTLP/HTTP vs raw COPY, through a real HTTP server.
 
-    .venv/bin/python bench/ingest.py [--rounds 3] [--concurrency 2]
+    .venv/bin/python bench/ingest.py [--rounds 3] [--concurrency 2] [--smoke: one round over a few runs per source]
 
 Uses a scratch database (agentlab_bench_ingest), starts `manage.py runserver`
 on it (a real threaded HTTP server in its own process), and feeds it every
@@ -42,6 +42,7 @@ import argparse
 import contextlib
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -51,21 +52,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _django  # noqa: E402
 from _django import EVAL_DIR, ROOT, bench_project, ensure_database, percentile  # noqa: E402
 
 # BENCH_DB: another scratch database, so two checkouts can measure side by side.
-DB_NAME = os.environ.get("BENCH_DB", "agentlab_bench_ingest")
+DB_NAME = _django.bench_db("agentlab_bench_ingest")
 BATCH_STEPS = 5000
 OTLP_BATCH_SPANS = 512
 TARGET_STEPS_PER_S = 20_000
 TARGET_COPY_RATIO = 0.3
 TARGET_SPANS_PER_S = 5_000
-LATENCY_SIZES = {1: 300, 100: 60, 1000: 20}  # batch size -> requests
+LATENCY_SIZES = _django.sized({1: 300, 100: 60, 1000: 20}, {1: 5, 100: 2})  # batch size -> requests
 # Issue 14: the SDK exporter's stored rate was about 650 spans/s on this machine.
 TARGET_SDK_SPANS_PER_S = 650
-REVERSE_SPANS = 600
+REVERSE_SPANS = _django.sized(600, 20)
 # The analysis tasks the server enqueues go to a queue no worker reads (purged at the end).
-BENCH_QUEUE = "bench-ingest-analysis"
+BENCH_QUEUE = f"bench-ingest-analysis-{DB_NAME}"
 
 
 def _load():
@@ -470,6 +472,12 @@ def serve(port: int, threads: int) -> None:
     server.serve_forever()
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def _start_server(port: int, threads: int, *, calls: bool = True) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, "DB_NAME": DB_NAME, "DEBUG": "0", "LOG_LEVEL": "ERROR", "RUN_QUEUE": BENCH_QUEUE,
            "BENCH_NO_CALLS": "0" if calls else "1"}
@@ -496,9 +504,9 @@ def _purge_bench_queue() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=_django.sized(3, 1))
     parser.add_argument("--concurrency", type=int, default=2)
-    parser.add_argument("--port", type=int, default=8731)
+    parser.add_argument("--port", type=int, default=_django.sized(8731, _free_port()))
     parser.add_argument("--only", choices=["reverse", "calls", "api"], default=None)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=2, help=argparse.SUPPRESS)

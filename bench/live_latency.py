@@ -6,7 +6,7 @@ opens a run page in headless Chromium while the run is going (the sim thinks
 400 ms per call), records when each step row enters the DOM (a
 MutationObserver) and compares with the step's commit time in Postgres.
 
-    .venv/bin/python bench/live_latency.py
+    .venv/bin/python bench/live_latency.py [--smoke: a 4-step run]
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import time
 
 import _django
 
-DB = "agentlab_bench_live"
+DB = _django.bench_db("agentlab_bench_live")
+MAX_STEPS = _django.sized(20, 4)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 
@@ -29,6 +30,7 @@ def main() -> None:
 
 
 def measure(queue: str) -> None:
+    from django.contrib.auth.models import User
     from playwright.sync_api import sync_playwright
 
     from runs.core.models import Run, Task
@@ -45,7 +47,7 @@ def measure(queue: str) -> None:
         wait_http(f"http://127.0.0.1:{port}/accounts/login/")
         task = Task.objects.get(slug="tarn-founder-college-city")
         spec = services.RunSpec(task=task, prompt=task.prompt, provider="sim", model_name="sim", mode="tools",
-                                temperature=0.5, max_steps=20, max_tokens=50_000, seed=11,
+                                temperature=0.5, max_steps=MAX_STEPS, max_tokens=50_000, seed=11,
                                 settings={"sim": {"latency_ms": 1000}})
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
@@ -54,7 +56,9 @@ def measure(queue: str) -> None:
             page.fill("#id_username", "demo")
             page.fill("#id_password", "demo")
             page.click("button[type=submit]")
-            [run] = services.runs_launch(owner=None, project=_django.bench_project(), spec=spec)
+            # In a project the signed-in user belongs to: the run page is a member's.
+            project = _django.bench_project(User.objects.get(username="demo"))
+            [run] = services.runs_launch(owner=None, project=project, spec=spec)
             page.goto(f"http://127.0.0.1:{port}/runs/{run.pk}/")
             page.evaluate("""() => { window.seen = {};
                 for (const el of document.querySelectorAll('#timeline .step')) window.seen[el.id] = null;

@@ -6,7 +6,7 @@ beside it); the run page with the model-call panels closed unchanged
 (<= 100 ms server time for 300 steps, against the same page without calls);
 opening one call <= 50 ms.
 
-    .venv/bin/python bench/model_calls.py
+    .venv/bin/python bench/model_calls.py [--smoke: 3 runs, 30-step pages]
 Seeds a scratch database `agentlab_bench_calls`: the demo suite, 40 simulated
 runs of 30 steps recorded as a worker records them (in process), and one
 300-step run with a model call per turn.
@@ -14,14 +14,15 @@ runs of 30 steps recorded as a worker records them (in process), and one
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
 import _django
 
-DB = os.environ.get("BENCH_DB", "agentlab_bench_calls")
-N_RUNS = 40
+DB = _django.bench_db("agentlab_bench_calls")
+N_RUNS = _django.sized(40, 3)
+PAGE_STEPS = _django.sized(300, 30)
+ROUNDS = _django.sized(10, 1)
 # 10 model turns of thought + action + observation: a 30-step run.
 TURNS = 10
 RUN_TABLES = ("runs_run", "tracing_step")
@@ -98,7 +99,7 @@ def big_runs() -> tuple[int, int]:
         recorder = CallRecorder(run.pk)
         messages = [{"role": "system", "content": "You are a research agent. " * 10},
                     {"role": "user", "content": task.prompt}]
-        for i in range(300):
+        for i in range(PAGE_STEPS):
             kind = ("thought", "action", "observation")[i % 3]
             if kind == "thought" and with_calls:
                 recorder(ModelCallRecord(step_index=i, api="chat", messages=list(messages),
@@ -181,7 +182,7 @@ def main() -> None:
     for url, headers in cases.values():
         timed(client, url, 3, **headers)
     # Interleaved rounds: a busy machine slows every case alike, not one more than another.
-    for _ in range(10):
+    for _ in range(ROUNDS):
         for name, (url, headers) in cases.items():
             times[name] += timed(client, url, 3, **headers)
     for name, t in times.items():

@@ -3,7 +3,7 @@
 Targets: run page of a 300-step run, median <= 100 ms; run list with 100,000
 runs in the table, <= 100 ms for any page (first, deep, filtered).
 
-    .venv/bin/python bench/pages.py
+    .venv/bin/python bench/pages.py [--smoke: 300 runs, a 30-step run, 2 requests per case]
 Seeds a scratch database `agentlab_bench_pages` with COPY, then times the views
 through Django's test client (server time: no network, no browser).
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import random
 import statistics
 import time
@@ -20,8 +19,11 @@ import time
 import _django
 
 # BENCH_DB: another scratch database, so two checkouts can measure side by side.
-DB = os.environ.get("BENCH_DB", "agentlab_bench_pages")
-N_RUNS = 100_000
+DB = _django.bench_db("agentlab_bench_pages")
+N_RUNS = _django.sized(100_000, 300)
+BIG_STEPS = _django.sized(300, 30)
+DEEP_ROW = _django.sized(80_000, 200)
+REPEAT = _django.sized(30, 2)
 
 
 def seed() -> tuple[int, int]:
@@ -61,9 +63,9 @@ def seed() -> tuple[int, int]:
         copy.write(buf.getvalue())
     with connection.cursor() as cur:
         cur.execute("ANALYZE runs_run")
-    big = Run.objects.create(task=tasks[0], prompt="300 steps", status="finished")
+    big = Run.objects.create(task=tasks[0], prompt=f"{BIG_STEPS} steps", status="finished", project=project)
     kinds = ["thought", "action", "observation"]
-    for i in range(300):
+    for i in range(BIG_STEPS):
         kind = kinds[i % 3]
         record_step(big.pk, Step(index=i, kind=kind, text=f"{kind} {i} " + "lorem ipsum " * 30,
                                  tool="search" if kind != "thought" else None,
@@ -73,7 +75,7 @@ def seed() -> tuple[int, int]:
     from runs.launch.run_analysis import run_analyse
 
     run_analyse(big.pk, recompute_signals=True)
-    Run.objects.filter(pk=big.pk).update(first_anchor_break=150, anchor_reason="bench: a break half-way down")
+    Run.objects.filter(pk=big.pk).update(first_anchor_break=BIG_STEPS // 2, anchor_reason="bench: a break half-way down")
     return big.pk, tasks[3].pk
 
 
@@ -86,7 +88,7 @@ def _dialogue_run() -> int:
     return import_lines([line], project_id=_django.bench_project().pk).run_ids[0]
 
 
-def timed(client, url: str, n: int = 30) -> list[float]:
+def timed(client, url: str, n: int = REPEAT) -> list[float]:
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -96,11 +98,33 @@ def timed(client, url: str, n: int = 30) -> list[float]:
     return times
 
 
+def paired_cpu(client, url: str, rounds: int) -> dict[str, list[float]]:
+    """Python CPU ms per request (this process: the test client runs the view in
+    it) with every row rendered, as before the row cache, and with rows from
+    it; interleaved, so a busy machine slows both alike."""
+    from runs.core import step_rows
+
+    cached = step_rows.rows
+    modes = {"before: every row rendered": step_rows.RowCache(max_rows=0), "after: rows from the cache": cached}
+    cpu: dict[str, list[float]] = {name: [] for name in modes}
+    try:
+        for i in range(rounds + 2):
+            for name, cache in modes.items():
+                step_rows.rows = cache
+                t0 = time.process_time()
+                assert client.get(url).status_code == 200
+                if i >= 2:  # warm-up rounds left out
+                    cpu[name].append((time.process_time() - t0) * 1000)
+    finally:
+        step_rows.rows = cached
+    return cpu
+
+
 def main() -> None:
     _django.ensure_database(DB)
     t0 = time.perf_counter()
     big_id, _ = seed()
-    print(f"seeded {N_RUNS} runs + one 300-step run in {time.perf_counter() - t0:.1f} s")
+    print(f"seeded {N_RUNS} runs + one {BIG_STEPS}-step run in {time.perf_counter() - t0:.1f} s")
     from django.contrib.auth.models import User
     from django.test import Client
 
@@ -108,12 +132,12 @@ def main() -> None:
 
     client = Client()
     client.force_login(User.objects.get(username="bench"))
-    deep = Run.objects.order_by("-created_at", "-id")[80_000]
+    deep = Run.objects.order_by("-created_at", "-id")[DEEP_ROW]
     cursor = f"{deep.created_at.isoformat()}_{deep.pk}"
     cases = {
-        "run page, 300 steps": f"/runs/{big_id}/",
+        f"run page, {BIG_STEPS} steps": f"/runs/{big_id}/",
         "run list, first page": "/runs/",
-        "run list, page at row 80,000": f"/runs/?before={cursor}",
+        f"run list, page at row {DEEP_ROW:,}": f"/runs/?before={cursor}",
         "run list, status=error": "/runs/?status=error",
         "run list, task filter": "/runs/?task=task-3",
         "run list, model + mode": "/runs/?model=gpt-4o-mini&mode=text",
@@ -131,6 +155,10 @@ def main() -> None:
         timed(client, url, 3)  # warm
         t = timed(client, url)
         print(f"{name:42} {statistics.median(t):10.1f} {_django.percentile(t, 95):8.1f} {max(t):8.1f}")
+    print(f"\nrun page, {BIG_STEPS} steps: Python CPU per request, paired in this run (target median <= 40 ms)")
+    print(f"{'mode':42} {'median ms':>10} {'p95 ms':>8}")
+    for name, cpu in paired_cpu(client, f"/runs/{big_id}/", REPEAT).items():
+        print(f"{name:42} {statistics.median(cpu):10.1f} {_django.percentile(cpu, 95):8.1f}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ interleaved: once with a sink that records nothing, once with the Postgres
 recorder (one statement + commit per step). Prints the recorder call's own
 latency per step and the loop's wall time per step both ways.
 
-    .venv/bin/python bench/recording.py
+    .venv/bin/python bench/recording.py [--smoke: 3 runs each way]
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import time
 
 import _django
 
-DB = "agentlab_bench_recording"
-RUNS = 60
+DB = _django.bench_db("agentlab_bench_recording")
+RUNS = _django.sized(60, 3)
 
 
 def main() -> None:
@@ -55,7 +55,7 @@ def main() -> None:
         run_agent(client=client, config=config, prompt=task["prompt"], tools=default_tools(CorpusSearch(docs)), sink=sink)
         wall[kind] += time.perf_counter() - t0
 
-    for i in range(5):  # warm up both paths
+    for i in range(_django.sized(5, 1)):  # warm up both paths
         one(tasks[i % len(tasks)], i, "null")
         one(tasks[i % len(tasks)], i, "recorder")
     sink_ms.clear()

@@ -3,7 +3,7 @@
 Targets: <= 100 ms server time for any queue page and filter; <= 50 ms for the
 labelling round trip; (the item pane and the figures are timed alongside).
 
-    .venv/bin/python bench/review_queue.py
+    .venv/bin/python bench/review_queue.py [--smoke: 200 runs]
 Seeds a scratch database `agentlab_bench_reviews` (runs with bulk_create, steps,
 items and labels with COPY), then times the views through Django's test client
 (server time: no network, no browser).
@@ -19,8 +19,12 @@ import time
 
 import _django
 
-DB = "agentlab_bench_reviews"
-N_RUNS = 10_000
+DB = _django.bench_db("agentlab_bench_reviews")
+N_RUNS = _django.sized(10_000, 200)
+# The deep pages start at this item; requests per case; items labelled.
+DEEP = _django.sized(40_000, 100)
+REPEAT = _django.sized(30, 2)
+LABELLED = _django.sized(60, 8)
 # Steps per run and which of them are interruptions: 5 per run -> 50,000 items.
 STEPS = 12
 INTERRUPTIONS = {3: ("repetition", "hint"), 5: ("observation", "redirect"), 7: ("drift", "redirect"),
@@ -159,7 +163,7 @@ def _seed_labels(reviewers: list, rng: random.Random) -> None:
         cur.execute("ANALYZE")
 
 
-def timed(client, method: str, url: str, n: int = 30, data=None, headers=None, status=200) -> list[float]:
+def timed(client, method: str, url: str, n: int = REPEAT, data=None, headers=None, status=200) -> list[float]:
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -188,15 +192,15 @@ def main() -> None:
 
     client = Client()
     client.force_login(User.objects.get(username="bench"))
-    deep = ReviewItem.objects.order_by("-created_at", "-id")[40_000]
-    deep_u = ReviewItem.objects.order_by("-uncertainty", "-id")[40_000]
+    deep = ReviewItem.objects.order_by("-created_at", "-id")[DEEP]
+    deep_u = ReviewItem.objects.order_by("-uncertainty", "-id")[DEEP]
     # The "older" link swaps its own row, which htmx names in HX-Target.
     hx_rows = {"HX-Request": "true", "HX-Target": MORE_ROWS_ID}
     pages = {
         "queue, first page": ("/reviews/", None),
         "queue, most uncertain first": ("/reviews/?sort=uncertain", None),
-        "queue, page at item 40,000 (newest)": (f"/reviews/?before={deep.created_at.isoformat()}_{deep.pk}", None),
-        "queue, page at item 40,000 (uncertain)": (f"/reviews/?sort=uncertain&before={deep_u.uncertainty!r}_{deep_u.pk}",
+        f"queue, page at item {DEEP:,} (newest)": (f"/reviews/?before={deep.created_at.isoformat()}_{deep.pk}", None),
+        f"queue, page at item {DEEP:,} (uncertain)": (f"/reviews/?sort=uncertain&before={deep_u.uncertainty!r}_{deep_u.pk}",
                                                    None),
         "queue rows (htmx), next page": (f"/reviews/?before={deep.created_at.isoformat()}_{deep.pk}", hx_rows),
         "filter detector=drift": ("/reviews/?detector=drift", None),
@@ -220,7 +224,7 @@ def main() -> None:
         timed(client, "get", url, 3, headers=headers)  # warm
         row(name, timed(client, "get", url, headers=headers), 100)
     # The labelling round trip: a reviewer labels item after item by keyboard.
-    targets = list(ReviewItem.objects.order_by("?").values_list("run_id", "step_index")[:60])
+    targets = list(ReviewItem.objects.order_by("?").values_list("run_id", "step_index")[:LABELLED])
     times = []
     for i, (run_id, index) in enumerate(targets):
         value = ("justified", "wrongly_killed", "unsure")[i % 3]
@@ -228,7 +232,7 @@ def main() -> None:
                        headers={"HX-Request": "true"})
     row("label round trip (htmx POST)", times[5:], 50)
     changed = []
-    for i, (run_id, index) in enumerate(targets[:30]):
+    for i, (run_id, index) in enumerate(targets[:LABELLED // 2]):
         changed += timed(client, "post", f"/reviews/{run_id}/{index}/label/", 1, {"value": "unsure" if i % 2 else "justified"},
                          headers={"HX-Request": "true"})
     row("label change (supersedes the old one)", changed, 50)

@@ -14,6 +14,7 @@ steps/s with and without it).
     .venv/bin/python bench/search.py            # seed, then measure
     .venv/bin/python bench/search.py --reuse    # measure again on the seeded database
     .venv/bin/python bench/search.py --reuse --no-writes   # the search only
+    .venv/bin/python bench/search.py --smoke    # 300 runs, seconds
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ import _django
 from dashboard import _RUN_COLUMNS, _copy, _esc, _run_row
 
 # BENCH_DB: another scratch database, so two checkouts can measure side by side.
-DB = os.environ.get("BENCH_DB", "agentlab_bench_search")
-N_RUNS = 50_000
+DB = _django.bench_db("agentlab_bench_search")
+N_RUNS = _django.sized(50_000, 300)
 STEPS_PER_RUN = 20
-REPEAT = 20
+REPEAT = _django.sized(20, 2)
 # Page requests per query: p95 of 40 is the second-worst, not the worst.
-PAGE_REPEAT = 40
+PAGE_REPEAT = _django.sized(40, 2)
 
 _EN = ["search", "report", "revenue", "annual", "company", "birthplace", "author", "novel", "station", "ticket",
        "price", "timetable", "result", "observation", "query", "page", "source", "figure", "adjusted", "reported",
@@ -44,7 +45,7 @@ _ZH = ["北京", "上海", "作者", "出生", "小说", "公司", "年报", "�
 RARE_EN = "quixotically"
 RARE_ZH = "麒麟阁"
 # One step in ~100,000 gets the rare word.
-RARE_EVERY = 100_000
+RARE_EVERY = _django.sized(100_000, 1_000)
 
 
 def _sentence(rng: random.Random, zh: bool) -> str:
@@ -194,7 +195,8 @@ def bench_writes() -> None:
 
     real = recorder.step_document, writes.step_document
     print(f"\n{'writer':34} {'without search':>15} {'with search':>12} {'overhead':>9}")
-    for name, n, write in (("recorder, one step per commit", 3000, "record"), ("COPY (ingest / import)", 100_000, "copy")):
+    for name, n, write in (("recorder, one step per commit", _django.sized(3000, 100), "record"),
+                             ("COPY (ingest / import)", _django.sized(100_000, 2_000), "copy")):
         rates = {}
         for variant in ("without", "with"):
             recorder.step_document, writes.step_document = real if variant == "with" else (lambda *a, **k: "",) * 2

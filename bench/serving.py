@@ -1,7 +1,7 @@
 """Serving: gunicorn + Django's Postgres pool (what `make demo` and compose run)
 against the baseline, Django's runserver (what they ran before), in the same run.
 
-    .venv/bin/python bench/serving.py [--requests 1000] [--concurrency 16]
+    .venv/bin/python bench/serving.py [--requests 1000] [--concurrency 16] [--smoke: 40 requests, 4 at a time]
 
 Uses a scratch database (agentlab_bench_serving). Each request is a small
 OTLP/JSON trace (3 spans: one new run, finished and analysed) on a fresh TCP
@@ -27,16 +27,16 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ensure_database  # noqa: E402
+from _django import bench_db, bench_project, ensure_database, sized  # noqa: E402
 
-DB_NAME = "agentlab_bench_serving"
+DB_NAME = bench_db("agentlab_bench_serving")
 WORKERS, THREADS = 2, 4
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--requests", type=int, default=sized(1000, 40))
+    parser.add_argument("--concurrency", type=int, default=sized(16, 4))
     parser.add_argument("--baseline-conn-max-age", type=int, default=0)
     args = parser.parse_args()
 
@@ -49,7 +49,8 @@ def main() -> None:
 
     user, _ = get_user_model().objects.get_or_create(username="bench")
     out = io.StringIO()
-    call_command("apitoken", "create", "--user", user.username, "--name", "bench", stdout=out)
+    project = bench_project(user)
+    call_command("apitoken", "create", "--user", user.username, "--project", project.slug, "--name", "bench", stdout=out)
     token = out.getvalue().strip()
 
     rows = []
@@ -61,7 +62,7 @@ def main() -> None:
         kwargs = {"workers": WORKERS, "threads": THREADS} if start is start_gunicorn else {}
         proc, port = start(db_name=DB_NAME, application_name=app_name, env=env, **kwargs)
         try:
-            fire(port, token, requests=50, concurrency=4, db_name=DB_NAME, application_name=app_name)  # warm up
+            fire(port, token, requests=sized(50, 4), concurrency=4, db_name=DB_NAME, application_name=app_name)  # warm up
             result = fire(port, token, requests=args.requests, concurrency=args.concurrency, db_name=DB_NAME,
                           application_name=app_name)
         finally:

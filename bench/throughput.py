@@ -5,7 +5,7 @@ Starts the sim server and a Celery worker (--concurrency 2) against a scratch
 database and the local Redis, queues RUNS runs through the same service the
 new-run form uses, and waits for the last one.
 
-    .venv/bin/python bench/throughput.py [RUNS]
+    .venv/bin/python bench/throughput.py [RUNS] [--smoke: 4 runs]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 
 import _django
 
-DB = "agentlab_bench_throughput"
+DB = _django.bench_db("agentlab_bench_throughput")
 
 
 def main(runs: int) -> None:
@@ -47,4 +47,4 @@ def main(runs: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 300)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else _django.sized(300, 4))

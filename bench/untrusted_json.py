@@ -1,6 +1,6 @@
 """What tracing.untrusted_json costs over a bare json.loads, on a step-API body of 20,000 steps.
 
-    python bench/untrusted_json.py
+    python bench/untrusted_json.py [--smoke: 500 steps]
 
 Prints the best of 5 for each (the baseline is in the same run, so a busy
 machine slows both alike).
@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import _paths  # noqa: E402
 
 from tracing import untrusted_json  # noqa: E402
 
-STEPS = 20_000
+STEPS = _paths.sized(20_000, 500)
 
 
 def _best(fn, repeat: int = 5) -> float:

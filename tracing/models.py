@@ -57,7 +57,10 @@ class Step(models.Model):
         SYSTEM = "system"
         WATCHDOG = "watchdog"
 
-    run = models.ForeignKey(RUN_MODEL, on_delete=models.CASCADE, related_name="steps")
+    # No index of its own: the unique (run, index) serves every "steps of a run"
+    # query. A plain (run_id) index beside it misled the planner on a run ANALYZE
+    # had not seen yet: it read all the run's steps and sorted them (issue 31).
+    run = models.ForeignKey(RUN_MODEL, on_delete=models.CASCADE, related_name="steps", db_index=False)
     index = models.PositiveIntegerField()
     kind = models.CharField(max_length=12, choices=Kind.choices)
     # Stored resolved (tracing.steps.role_of), so pages and queries never infer

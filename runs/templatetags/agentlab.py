@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import template
 
 from runs.core import step_payloads as payloads
+from runs.core import step_rows
 from runs.core.anchor_names import anchor_label
 from runs.core.prices import money
 from tracing import shown_json
@@ -76,6 +77,12 @@ def money_filter(value) -> str:
         return money(None if value is None or value == "" else float(value))
     except (TypeError, ValueError):
         return "—"
+
+
+@register.simple_tag(takes_context=True)
+def step_row(context) -> str:
+    """``step``'s row (runs/_step_row.html), rendered once per content (runs.core.step_rows)."""
+    return step_rows.render_row(context)
 
 
 @register.filter
