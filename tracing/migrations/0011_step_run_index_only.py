@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tracing', '0008_model_calls_compact'),
+        ('tracing', '0010_guard_state'),
     ]
 
     operations = [
