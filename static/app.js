@@ -1,3 +1,5 @@
+// Scripts run: what only a page without them needs (the project switcher's button) hides.
+document.documentElement.classList.add("js");
 // Click a clamped step text to expand it; click again to fold it.
 document.addEventListener("click", (event) => {
   const text = event.target.closest(".clamp");
@@ -72,4 +74,11 @@ document.addEventListener("htmx:beforeSwap", (event) => {
     event.detail.shouldSwap = true;
     event.detail.isError = false;
   }
+});
+// The header's menu at phone width (app.css): the button opens and closes it.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button.menu-toggle");
+  if (!button) return;
+  const open = button.closest(".topbar").classList.toggle("menu-open");
+  button.setAttribute("aria-expanded", String(open));
 });

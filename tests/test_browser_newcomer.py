@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests import test_browser_pages
+from tests.test_browser_pages import page_width, shoot
 
 # The signed-in page of a given width, as the other page tests open it.
 chromium, open_as = test_browser_pages.chromium, test_browser_pages.open_as
@@ -41,3 +42,57 @@ def test_every_page_has_an_icon_and_favicon_ico_answers(live_server, open_as, us
     page.goto(f"{live_server.url}/accounts/login/")
     assert page.evaluate("document.querySelector('link[rel=icon]')?.href") == icon
     assert failed == []
+
+
+# -- item 7: the run list's filters, the header ---------------------------------
+
+# Each visible control of the filter form: its accessible name and, for a select,
+# the text it shows when nothing is chosen.
+FILTER_CONTROLS = """() => [...document.querySelectorAll('form.filters input, form.filters select')]
+  .filter(el => el.type !== 'hidden' && el.offsetParent !== null)
+  .map(el => ({name: el.name, label: el.getAttribute('aria-label') ||
+                [...el.labels].map(l => l.textContent.trim()).join(' '),
+               shown: el.tagName === 'SELECT' ? el.options[el.selectedIndex].text : null}))"""
+
+
+def test_every_run_list_filter_says_what_it_filters(live_server, open_as, make_run, user):
+    make_run()
+    page = open_as(user)
+    page.goto(f"{live_server.url}/runs/")
+    controls = page.evaluate(FILTER_CONTROLS)
+    assert len(controls) > 15
+    for control in controls:
+        assert control["label"].strip(), control
+    shown = [c["shown"] for c in controls if c["shown"] is not None]
+    # A select showing a bare "any" does not say which filter it is.
+    assert all(len(text.split()) >= 2 for text in shown), shown
+    assert len(set(shown)) == len(shown), shown
+    labels = [c["label"] for c in controls]
+    assert len(set(labels)) == len(labels), labels
+
+
+def _header_height(page) -> float:
+    return page.evaluate("document.querySelector('header.topbar').getBoundingClientRect().height")
+
+
+def test_the_header_is_one_line_wide_and_a_menu_on_a_phone(live_server, open_as, user):
+    page = open_as(user, 1440)  # alice is an admin: every link
+    page.goto(f"{live_server.url}/runs/")
+    assert _header_height(page) < 60
+    shoot(page, "header-1440")
+
+    phone = open_as(user, 390)
+    phone.goto(f"{live_server.url}/runs/")
+    assert _header_height(phone) < 60
+    assert not phone.is_visible("header.topbar nav a[href='/dashboard/']")
+    toggle = phone.locator("header.topbar button.menu-toggle")
+    assert toggle.get_attribute("aria-expanded") == "false"
+    toggle.click()
+    assert toggle.get_attribute("aria-expanded") == "true"
+    for link in phone.locator("header.topbar nav a").all():
+        assert link.is_visible()
+    assert phone.is_visible("header.topbar .logout")
+    assert page_width(phone) <= 390
+    shoot(phone, "header-390-open")
+    toggle.click()
+    assert not phone.is_visible("header.topbar nav a[href='/dashboard/']")

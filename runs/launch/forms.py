@@ -102,7 +102,8 @@ class RunFilterForm(forms.Form):
     task = forms.CharField(required=False, max_length=80)
     model = forms.CharField(required=False, max_length=120)
     mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)
-    intervened = forms.ChoiceField(choices=[("", "any"), ("yes", "had an intervention"), ("no", "no intervention")],
+    intervened = forms.ChoiceField(choices=[("", "any interventions"), ("yes", "had an intervention"),
+                                            ("no", "no intervention")],
                                    required=False)
     detector = forms.CharField(required=False, max_length=40)
     tier = forms.ChoiceField(choices=[("", "any tier"), ("hint", "hint"), ("redirect", "redirect"), ("stop", "stop")],
@@ -127,12 +128,22 @@ class RunFilterForm(forms.Form):
     sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
                              required=False)
 
+    # What a screen reader says for each select (whose empty choice also names it: "any tier").
+    LABELS = {"status": "status", "mode": "mode", "intervened": "interventions", "tier": "intervention tier",
+              "anchor": "anchoring", "outcome": "outcome", "stopped_by": "how the run ended", "forks": "forks",
+              "steps_min": "at least this many steps", "steps_max": "at most this many steps",
+              "since": "created since", "until": "created until"}
+
     def __init__(self, data=None, *args, **kwargs):
         if data is not None and data.get("status") in LEGACY_STATUSES:
             data = data.copy()
             data["outcome"] = data.get("outcome") or LEGACY_STATUSES[data["status"]]
             data["status"] = Run.Status.FINISHED
         super().__init__(data, *args, **kwargs)
+        for name, label in self.LABELS.items():
+            self.fields[name].widget.attrs["aria-label"] = label
+        self.fields["steps_min"].widget.attrs["placeholder"] = "min"
+        self.fields["steps_max"].widget.attrs["placeholder"] = "max"
 
     def filters(self) -> RunFilters:
         return RunFilters.of(self.cleaned_data)
