@@ -85,6 +85,13 @@ FIELDS: dict[str, FieldDoc] = {
         "fast stop: dead loop", "A shortcut past the redirect: once a call got the same unusable or unchanged "
         "result again this many times (nothing new in between) and a hint followed, making that very call once "
         "more is stopped before it runs. 0 turns the shortcut off. Higher: later stops.", -1),
+    "ladder.ignored_within": FieldDoc(
+        "ignored: calls judged", "After a hint or a redirect, each of the model's next this many calls is judged: "
+        "one that goes on with the loop it was told about moves the ladder up at once, without the cooldown. "
+        "0 turns it off. Higher: more calls count as ignoring it.", +1),
+    "ladder.ignored_stop": FieldDoc(
+        "stop: interventions ignored", "Interventions ignored in a row about one loop after which the run is "
+        "stopped. 0 = never. Higher: later stops.", -1),
     "ladder.reset_after": FieldDoc(
         "reset after progress", "Progress observations in a row after which the ladder starts again at hint. "
         "Higher: the watchdog stays escalated longer.", +1),
