@@ -96,3 +96,88 @@ def test_the_header_is_one_line_wide_and_a_menu_on_a_phone(live_server, open_as,
     shoot(phone, "header-390-open")
     toggle.click()
     assert not phone.is_visible("header.topbar nav a[href='/dashboard/']")
+
+
+# -- item 8: no page wider than a phone ------------------------------------------
+
+PHONE = 390
+# Full pages of the access matrix that are not a page: downloads and JSON.
+NOT_PAGES = {"runs:export", "runs:call_json", "runs:import_sample", "reviews:export_csv", "reviews:export_jsonl",
+             "tracing:openapi"}
+
+
+def _walked_pages(world) -> list[tuple[str, str]]:
+    """(name, path) of every page of the access matrix (tests/test_access.py, which
+    covers every URL pattern): the GETs a browser makes, answered 200."""
+    from django.urls import reverse
+
+    from tests.test_access import CASES, _world_query
+
+    pages = []
+    for case in CASES:
+        if case.method != "get" or case.headers or case.ok != 200 or case.kind == "api" or case.name in NOT_PAGES:
+            continue
+        if case.query.get("export"):
+            continue
+        url = reverse(case.name, args=[getattr(getattr(world, a), "pk", getattr(world, a)) for a in case.kwargs])
+        query = _world_query(world, case.query)
+        pages.append((case.id, url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")))
+    return pages
+
+
+def _evaluation_with_figures(world, task) -> int:
+    """An evaluation whose report has every column filled, over two strategies."""
+    from django.utils import timezone
+
+    from runs.core.models import Run
+    from runs.evaluations.models import EvaluationRun
+    from runs.evaluations.services import EvaluationSpec, evaluation_create
+
+    spec = EvaluationSpec(tasks=[task], strategies=["one_retrieval", "react_off"], reruns=3, seed=3)
+    evaluation = evaluation_create(owner=world.actors["owner"], project=world.project, spec=spec)
+    now = timezone.now()
+    for i, link in enumerate(EvaluationRun.objects.filter(evaluation=evaluation)):
+        Run.objects.filter(pk=link.run_id).update(
+            status="finished", success=i % 2 == 0, step_count=3 + i, prompt_tokens=900 + 37 * i,
+            completion_tokens=40, started_at=now - timezone.timedelta(seconds=1 + i / 3), finished_at=now)
+    return evaluation.pk
+
+
+def _open_panels(page, name: str) -> None:
+    """Open what a page opens in place: the model call and its replay form, a review or failure pane."""
+    if name == "runs:detail":
+        page.click("details.model-call summary")
+        page.wait_for_selector(".model-call-panel")
+        page.click(".model-call-panel button:has-text('Replay this call')")
+        page.wait_for_selector(".replay-form")
+    elif name in ("reviews:queue", "failures:queue"):
+        page.click(".review-row")
+        page.wait_for_selector("#review-pane .item-head")
+
+
+# The elements that stick out first (their parent does not), to say what to fix.
+STICKING_OUT = """(width) => [...document.querySelectorAll('body *')].filter(el => {
+  const right = el.getBoundingClientRect().right, parent = el.parentElement.getBoundingClientRect().right;
+  return right > width + 1 && parent <= width + 1;
+}).slice(0, 4).map(el => el.tagName.toLowerCase() + (el.className ? '.' + [...el.classList].join('.') : ''))"""
+
+
+def test_no_page_is_wider_than_a_phone(live_server, open_as, make_run, user, project, task, monkeypatch):
+    from tests.test_access import World
+
+    monkeypatch.setattr("runs.launch.tasks.execute_run.apply_async", lambda *a, **kw: None)
+    world = World(make_run, user, project)
+    pages = [*_walked_pages(world), ("evaluations:detail-figures",
+                                     f"/evaluations/{_evaluation_with_figures(world, task)}/")]
+    assert len(pages) > 25
+    page = open_as(world.actors["admin"], PHONE)  # an admin reaches every page
+    wide = []
+    for name, path in pages:
+        response = page.goto(f"{live_server.url}{path}")
+        assert response.status == 200, (name, path)
+        _open_panels(page, name.split("-")[0])
+        if page_width(page) > PHONE:
+            shoot(page, f"wide-{name}")
+            wide.append((name, path, page_width(page), page.evaluate(STICKING_OUT, PHONE)))
+    assert wide == [], "\n".join(map(str, wide))
+    assert not page.js_errors
