@@ -82,3 +82,42 @@ document.addEventListener("click", (event) => {
   const open = button.closest(".topbar").classList.toggle("menu-open");
   button.setAttribute("aria-expanded", String(open));
 });
+// Any other htmx request answered with an error: htmx swaps nothing and shows
+// nothing, so its message goes where the user acted (at the end of the form that
+// sent it, or after the control), as text: the answer's own text for a 4xx (a
+// page's alert or main content, never its markup), a plain sentence otherwise.
+function htmxErrorText(xhr) {
+  if (!xhr || xhr.status === 0) return "The server could not be reached; try again.";
+  if (xhr.status >= 500) return `The server failed (${xhr.status}); try again.`;
+  let text = xhr.responseText || "";
+  if ((xhr.getResponseHeader("Content-Type") || "").includes("html")) {
+    const doc = new DOMParser().parseFromString(text, "text/html");
+    const part = doc.querySelector("[role=alert], .errors, .error") || doc.querySelector("main") || doc.body;
+    text = part ? part.textContent : "";
+  }
+  text = text.replace(/\s+/g, " ").trim();
+  return (text.length > 400 ? `${text.slice(0, 400)}…` : text) || `The request was refused (${xhr.status}).`;
+}
+function htmxErrorPlace(elt) {
+  return elt.closest("form") || elt.closest("table") || elt;
+}
+function showHtmxError(event) {
+  if (document.querySelector("[data-htmx-errors]")) return; // the page shows them itself (review.js)
+  const place = htmxErrorPlace(event.detail.elt);
+  let slot = place.matches("form") ? place.querySelector(":scope > .htmx-error") : place.nextElementSibling;
+  if (!slot || !slot.matches(".htmx-error")) {
+    slot = document.createElement("p");
+    slot.className = "htmx-error error";
+    slot.setAttribute("role", "alert");
+    if (place.matches("form")) place.append(slot); else place.after(slot);
+  }
+  slot.textContent = htmxErrorText(event.detail.xhr);
+}
+document.addEventListener("htmx:responseError", showHtmxError);
+document.addEventListener("htmx:sendError", showHtmxError);
+// The next request from there clears the last error.
+document.addEventListener("htmx:beforeRequest", (event) => {
+  const place = htmxErrorPlace(event.detail.elt);
+  const slot = place.matches("form") ? place.querySelector(":scope > .htmx-error") : place.nextElementSibling;
+  if (slot && slot.matches(".htmx-error")) slot.remove();
+});

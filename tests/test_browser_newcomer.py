@@ -181,3 +181,58 @@ def test_no_page_is_wider_than_a_phone(live_server, open_as, make_run, user, pro
             wide.append((name, path, page_width(page), page.evaluate(STICKING_OUT, PHONE)))
     assert wide == [], "\n".join(map(str, wide))
     assert not page.js_errors
+
+
+# -- item 9: an htmx request refused says why, where the user acted ---------------
+
+
+@pytest.fixture
+def pending_approval(make_run):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from runs.approvals.models import Approval
+
+    run = make_run(steps=3, status="awaiting")
+    return Approval.objects.create(run=run, step_index=3, tool="send_message", args={"text": "hi"},
+                                   expires_at=timezone.now() + timedelta(hours=1))
+
+
+def test_deny_without_a_reason_says_why_in_the_approval_form(live_server, open_as, user, pending_approval):
+    page = open_as(user, PHONE)
+    page.goto(f"{live_server.url}/approvals/")
+    form = page.locator(f"#approval-{pending_approval.pk} form.approval-form")
+    with page.expect_response(lambda r: "/decide" in r.url) as answer:
+        form.locator("button[value=denied]").click()
+    assert answer.value.status == 400
+    alert = form.locator("[role=alert]")
+    alert.wait_for()
+    assert "Say why the call is denied" in alert.inner_text()
+    assert alert.is_visible()
+    shoot(page, "approval-deny-empty-390")
+    # Nothing was decided.
+    pending_approval.refresh_from_db()
+    assert pending_approval.status == "pending"
+
+
+def test_any_refused_htmx_request_shows_its_text_not_its_markup(live_server, open_as, user, pending_approval):
+    page = open_as(user)
+    page.goto(f"{live_server.url}/approvals/")
+    page.route("**/decide/", lambda route: route.fulfill(
+        status=409, content_type="text/html; charset=utf-8",
+        body="<html><body><header>menu</header><main><p class='errors'>Already decided by <b>rita</b>"
+             "<img src=x onerror='window.__pwned=1'></p></main></body></html>"))
+    form = page.locator("form.approval-form")
+    form.locator("button[value=approved]").click()
+    alert = form.locator(".htmx-error")
+    alert.wait_for()
+    assert alert.inner_text() == "Already decided by rita"
+    assert form.locator(".htmx-error b, .htmx-error img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    # Unreachable: said as such, in the same place (one message, not two).
+    page.unroute("**/decide/")
+    page.route("**/decide/", lambda route: route.abort())
+    form.locator("button[value=approved]").click()
+    page.wait_for_function("document.querySelector('.htmx-error').textContent.includes('could not be reached')")
+    assert form.locator(".htmx-error").count() == 1
