@@ -236,3 +236,22 @@ def test_any_refused_htmx_request_shows_its_text_not_its_markup(live_server, ope
     form.locator("button[value=approved]").click()
     page.wait_for_function("document.querySelector('.htmx-error').textContent.includes('could not be reached')")
     assert form.locator(".htmx-error").count() == 1
+
+
+# -- item 12: the import page ------------------------------------------------------
+
+
+def test_an_import_shows_its_result_under_the_form_on_a_phone(live_server, open_as, user, tmp_path):
+    page = open_as(user, PHONE)
+    page.goto(f"{live_server.url}/runs/import/")
+    sample = tmp_path / "sample.jsonl"
+    sample.write_bytes(page.request.get(f"{live_server.url}/runs/import/sample.jsonl").body())
+    page.set_input_files("input[type=file]", str(sample))
+    page.click("form.stacked button[type=submit]")
+    page.wait_for_selector(".import-result")
+    top = page.evaluate("document.querySelector('.import-result').getBoundingClientRect().top")
+    assert top < 900  # on the first screen, not under the whole format section
+    statuses = page.locator(".import-result tbody td:nth-child(5)").all_inner_texts()
+    assert sorted(statuses) == ["finished", "finished", "stopped (unfinished)"]
+    assert page_width(page) <= PHONE
+    shoot(page, "import-result-390")

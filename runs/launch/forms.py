@@ -115,7 +115,8 @@ class RunFilterForm(forms.Form):
                                          ("unscored", "unscored")], required=False)
     stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"),
                                             ("cost_budget", "cost budget"), ("wall_time", "wall time"),
-                                            ("watchdog", "watchdog"), ("user", "user")], required=False)
+                                            ("watchdog", "watchdog"), ("user", "user"),
+                                            ("unfinished", "unfinished (imported)")], required=False)
     anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break"),
                                         *[(p, f"lost it: {anchor_label(p)}") for p in PATTERNS]], required=False)
     forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
