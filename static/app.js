@@ -121,3 +121,32 @@ document.addEventListener("htmx:beforeRequest", (event) => {
   const slot = place.matches("form") ? place.querySelector(":scope > .htmx-error") : place.nextElementSibling;
   if (slot && slot.matches(".htmx-error")) slot.remove();
 });
+// A GET form (the run list's search and filters) sends only the fields that say
+// something: a shared link reads "?q=bridge", not twenty empty parameters. The
+// whole-page submit goes through here; htmx's own requests drop them below.
+function nonEmptyQuery(form, submitter) {
+  const params = new URLSearchParams();
+  for (const [key, value] of new FormData(form, submitter)) {
+    if (typeof value === "string" && value.trim() !== "") params.append(key, value);
+  }
+  return params.toString();
+}
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if ((form.getAttribute("method") || "get").toLowerCase() !== "get" || event.defaultPrevented) return;
+  event.preventDefault();
+  const query = nonEmptyQuery(form, event.submitter);
+  const action = new URL(form.getAttribute("action") || location.pathname, location.href);
+  location.assign(`${action.pathname}${query ? `?${query}` : ""}`);
+});
+document.addEventListener("htmx:configRequest", (event) => {
+  if (event.detail.verb !== "get") return;
+  const params = event.detail.parameters;
+  // htmx 2 hands a FormData-like object; drop the keys whose every value is empty.
+  for (const key of [...new Set(params.keys ? params.keys() : Object.keys(params))]) {
+    const values = params.getAll ? params.getAll(key) : [params[key]].flat();
+    if (values.every((v) => typeof v === "string" && v.trim() === "")) {
+      if (params.delete) params.delete(key); else delete params[key];
+    }
+  }
+});

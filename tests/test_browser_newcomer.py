@@ -255,3 +255,26 @@ def test_an_import_shows_its_result_under_the_form_on_a_phone(live_server, open_
     assert sorted(statuses) == ["finished", "finished", "stopped (unfinished)"]
     assert page_width(page) <= PHONE
     shoot(page, "import-result-390")
+
+
+# -- item 13: the search box and filters make short links ----------------------------
+
+
+def test_searching_and_filtering_put_only_what_was_asked_in_the_url(live_server, open_as, make_run, user):
+    make_run(steps=3)
+    page = open_as(user)
+    page.goto(f"{live_server.url}/runs/")
+    page.fill("input[name=q]", "number")
+    with page.expect_navigation():
+        page.press("input[name=q]", "Enter")
+    assert page.url == f"{live_server.url}/runs/?q=number"
+    # A filter changed in place (htmx) pushes a URL with it and the search only.
+    with page.expect_response(lambda r: "status=finished" in r.url) as answer:
+        page.select_option("select[name=status]", "finished")
+    assert answer.value.url.endswith("/runs/?q=number&status=finished")
+    page.wait_for_function("location.search === '?q=number&status=finished'")
+    # The Filter button, as Enter.
+    page.fill("input[name=q]", "")
+    with page.expect_navigation():
+        page.click("form.filters button[type=submit]")
+    assert page.url == f"{live_server.url}/runs/?status=finished"
