@@ -278,3 +278,24 @@ def test_searching_and_filtering_put_only_what_was_asked_in_the_url(live_server,
     with page.expect_navigation():
         page.click("form.filters button[type=submit]")
     assert page.url == f"{live_server.url}/runs/?status=finished"
+
+
+# -- item 14: Chinese is text, not boxes -------------------------------------------
+
+# Two different characters drawn in the page's font stack: with no CJK font both
+# are the same empty box.
+GLYPHS_DIFFER = """() => {
+  const font = getComputedStyle(document.body).fontFamily;
+  const draw = (ch) => {
+    const canvas = document.createElement('canvas'); canvas.width = canvas.height = 40;
+    const ctx = canvas.getContext('2d'); ctx.font = `32px ${font}`; ctx.fillText(ch, 2, 32);
+    return canvas.toDataURL();
+  };
+  return draw('图') !== draw('书');
+}"""
+
+
+def test_chinese_renders_as_glyphs(live_server, open_as, user):
+    page = open_as(user)
+    page.goto(f"{live_server.url}/runs/")
+    assert page.evaluate(GLYPHS_DIFFER), "no CJK font: run scripts/chromium.sh (installs fonts-noto-cjk)"
