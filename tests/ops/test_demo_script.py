@@ -82,42 +82,29 @@ class DemoProcess:
     def output(self) -> str:
         return "".join(self.lines)
 
-    def group_pids(self) -> list[int]:
-        pids = []
+    @staticmethod
+    def _processes():
+        """(pid, state, process group, session) of every process in /proc."""
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[2]) == self.proc.pid:
-                pids.append(int(stat.parent.name))
-        return pids
+            yield int(stat.parent.name), fields[0], int(fields[2]), int(fields[3])
+
+    def group_pids(self) -> list[int]:
+        return [pid for pid, _, group, _ in self._processes() if group == self.proc.pid]
 
     def group_alive(self) -> bool:
         """Whether a process of the demo's group still runs. A zombie is not one:
         an orphan's zombie waits for PID 1 to reap it, and in a container PID 1
         may never do so (it holds no resources; the demo reaps its own)."""
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == self.proc.pid and fields[0] != "Z":
-                return True
-        return False
+        return any(group == self.proc.pid and state != "Z" for _, state, group, _ in self._processes())
 
     def session_pids(self) -> list[int]:
         """Every live process of the session the test gave it (the demo leaves
         make's process group for one of its own, but not the session)."""
-        pids = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == self.proc.pid and fields[0] != "Z":
-                pids.append(int(stat.parent.name))
-        return pids
+        return [pid for pid, state, _, session in self._processes() if session == self.proc.pid and state != "Z"]
 
     def kill_group(self) -> None:
         if self.group_alive():
