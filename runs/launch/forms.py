@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import re
+
 from django import forms
 
+from agentlab import localmodel
 from runs.agent.faults import FaultError, FaultRates
 from runs.core.anchor_names import anchor_label
 from runs.core.form_fields import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field, label_filter_fields
@@ -9,6 +12,22 @@ from runs.core.models import Policy, Run, Task
 from runs.launch.selectors import POLICY_OFF, RunFilters
 from tracing.anchoring import PATTERNS
 from tracing.labels import MAX_SESSION_CHARS, MAX_TAGS, LabelError, clean_labels, parse_tag_text
+
+
+def local_model_unusable() -> str:
+    """Why a run on the local model would end in `error` now ("cannot reach the
+    model endpoint"), while `make demo` still builds or starts it (issue 30,
+    item 2); "" when it is ready, or run elsewhere (no state file to say)."""
+    state = localmodel.status()
+    if state.state == localmodel.BUILDING:
+        done = re.match(r"\d+%", state.progress or "")
+        return (f"The local model is still building, {done.group() if done else 'just started'} — use sim "
+                "meanwhile.")
+    if state.state == localmodel.STARTING:
+        return "The local model is still starting — use sim meanwhile."
+    if state.state == localmodel.FAILED:
+        return f"The local model failed ({state.detail}) — use sim, or see {state.log or 'its log'}."
+    return ""
 
 
 class NewRunForm(forms.Form):
@@ -66,6 +85,8 @@ class NewRunForm(forms.Form):
             # A model that works in one mode only gets it, whatever the form said
             # (the page's script picks it too; without it the choice is still right).
             data["mode"] = MODES_OF_PROVIDER[provider][0]
+        if provider == "local" and (why := local_model_unusable()):
+            self.add_error("provider", why)
         if provider == "openai" and not (data.get("model_name") or "").strip():
             self.add_error("model_name", "Name the model to call on the OpenAI-compatible endpoint.")
         try:
