@@ -107,17 +107,20 @@ if DB_POOL_MAX_SIZE > 0:
         # A request waits this long for a free connection, then fails (never more connections).
         "timeout": env_float("DB_POOL_TIMEOUT_S", 10.0),
     }
+DB_NAME = env_str("DB_NAME", "agentlab")
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",
-        "NAME": env_str("DB_NAME", "agentlab"),
+        "NAME": DB_NAME,
         "USER": env_str("DB_USER", "postgres"),
         "PASSWORD": env_str("DB_PASSWORD", ""),
         "HOST": env_str("DB_HOST", "127.0.0.1"),
         "PORT": env_int("DB_PORT", 5432),
         "CONN_MAX_AGE": 0 if DB_POOL_MAX_SIZE > 0 else env_int("DB_CONN_MAX_AGE", 0),
         "OPTIONS": _db_options,
-        "TEST": {"NAME": env_str("DB_TEST_NAME", "test_agentlab")},
+        # Derived from DB_NAME, so two checkouts (or CI jobs) with their own DB_NAME
+        # sharing one Postgres never create and drop each other's test database.
+        "TEST": {"NAME": env_str("DB_TEST_NAME", f"test_{DB_NAME}")},
     }
 }
 

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
@@ -8,6 +9,8 @@ from agentlab.login_form import LoginForm
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="runs:list", permanent=False), name="home"),
+    # Pages name their icon (base.html); this answers what asks without reading one (the admin, feed readers).
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True), name="favicon"),
     path("runs/", include("runs.urls")),
     path("compare/", include("runs.compare.urls")),
     path("reviews/", include("runs.reviews.urls")),

@@ -23,6 +23,9 @@ PORT (8000), SIM_PORT (8765), LOCAL_MODEL_PORT (8766); LOCAL_MODEL=off skips
 the local model. The supervisor leads a process group of its own (so a TERM
 reaches every process it started, and none of make's); in a terminal it takes
 the foreground, so Ctrl-C reaches that group and not make, which then exits 0.
+A signal sent to make alone (a script or a supervisor, no terminal: `kill -INT`
+or `kill -TERM` of make's pid) stops it too: the supervisor watches the make that
+started it (see watch_make).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 import urllib.request
@@ -56,6 +60,52 @@ LOCAL_MODEL_START_TIMEOUT_S = 180.0
 PROGRESS_EVERY_S = 30.0
 
 
+# How often the supervisor looks at the make that started it, and how many looks
+# in a row must see make handling a stop signal (one could catch make blocking
+# signals for a moment while it starts a job; it starts none while it waits on us).
+WATCH_MAKE_EVERY_S = 0.5
+WATCH_MAKE_LOOKS = 2
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _proc_status(pid: int) -> dict[str, str]:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+
+
+def make_ancestor(pid: int | None = None, depth: int = 4) -> int | None:
+    """The make among our nearest ancestors (`make demo` runs us directly or
+    through `dotenv run`); None when no make started us, or without /proc."""
+    pid = os.getppid() if pid is None else pid
+    for _ in range(depth):
+        status = _proc_status(pid)
+        if not status:
+            return None
+        if status.get("Name", "").strip() in ("make", "gmake"):
+            return pid
+        pid = int(status.get("PPid", "0").strip() or 0)
+        if pid <= 1:
+            return None
+    return None
+
+
+def signal_make_handles(pid: int) -> signal.Signals | None:
+    """The stop signal make is handling, if any. GNU make forwards none to us but
+    TERM (to its direct child, which is `dotenv run` when there is a .env): for
+    INT and HUP it blocks the signal in its handler and waits for its children;
+    a TERM it cannot act on yet stays pending. /proc shows both masks."""
+    status = _proc_status(pid)
+    if not status:
+        return None
+    mask = 0
+    for key in ("SigBlk", "ShdPnd", "SigPnd"):
+        mask |= int(status.get(key, "0").strip() or "0", 16)
+    return next((sig for sig in STOP_SIGNALS if mask & (1 << (sig - 1))), None)
+
+
 class Stop(Exception):
     """A signal asked the demo to stop."""
 
@@ -71,6 +121,7 @@ class Demo:
         self.children: dict[str, subprocess.Popen] = {}
         self.stopping = False
         self.signal_name = ""
+        self.watched = ""  # why watch_make stopped us
         self.tty_fd: int | None = None
         self.tty_pgrp: int | None = None
         self.state_file = Path(os.environ.get("LOCAL_MODEL_STATE_FILE") or VAR / "run" / "localmodel.json")
@@ -114,8 +165,34 @@ class Demo:
         if self.stopping:
             return
         self.stopping = True
-        self.signal_name = signal.Signals(signum).name
+        self.signal_name = self.watched or signal.Signals(signum).name
         raise Stop
+
+    def watch_make(self) -> None:
+        """Stop when the make that started us is told to stop, or when our parent
+        goes (make or `dotenv run` killed): a signal to make alone never reaches
+        this process group (take_the_terminal left make's)."""
+        make, parent = make_ancestor(), os.getppid()
+        if make is None:
+            return
+
+        def watch() -> None:
+            looks = 0
+            while not self.stopping:
+                time.sleep(WATCH_MAKE_EVERY_S)
+                sig = signal_make_handles(make)
+                looks = looks + 1 if sig else 0
+                if os.getppid() != parent:
+                    self.watched = "make went away"
+                elif looks >= WATCH_MAKE_LOOKS:
+                    self.watched = f"make got {sig.name}"
+                else:
+                    continue
+                # The handler runs in the main thread, wherever it is (a step, the serve loop).
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+        threading.Thread(target=watch, name="watch-make", daemon=True).start()
 
     def group_members(self) -> list[int]:
         """Every process of our group but us: children and what they started (gunicorn's
@@ -356,6 +433,7 @@ class Demo:
         signal.signal(signal.SIGINT, self.on_signal)
         signal.signal(signal.SIGTERM, self.on_signal)
         signal.signal(signal.SIGHUP, self.on_signal)
+        self.watch_make()
         code = 0
         try:
             LOG_DIR.mkdir(parents=True, exist_ok=True)

@@ -1,3 +1,5 @@
+// Scripts run: what only a page without them needs (the project switcher's button) hides.
+document.documentElement.classList.add("js");
 // Click a clamped step text to expand it; click again to fold it.
 document.addEventListener("click", (event) => {
   const text = event.target.closest(".clamp");
@@ -71,5 +73,80 @@ document.addEventListener("htmx:beforeSwap", (event) => {
   if (event.detail.xhr.status === 400 && event.detail.target.closest("[data-swap-form-errors]")) {
     event.detail.shouldSwap = true;
     event.detail.isError = false;
+  }
+});
+// The header's menu at phone width (app.css): the button opens and closes it.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button.menu-toggle");
+  if (!button) return;
+  const open = button.closest(".topbar").classList.toggle("menu-open");
+  button.setAttribute("aria-expanded", String(open));
+});
+// Any other htmx request answered with an error: htmx swaps nothing and shows
+// nothing, so its message goes where the user acted (at the end of the form that
+// sent it, or after the control), as text: the answer's own text for a 4xx (a
+// page's alert or main content, never its markup), a plain sentence otherwise.
+function htmxErrorText(xhr) {
+  if (!xhr || xhr.status === 0) return "The server could not be reached; try again.";
+  if (xhr.status >= 500) return `The server failed (${xhr.status}); try again.`;
+  let text = xhr.responseText || "";
+  if ((xhr.getResponseHeader("Content-Type") || "").includes("html")) {
+    const doc = new DOMParser().parseFromString(text, "text/html");
+    const part = doc.querySelector("[role=alert], .errors, .error") || doc.querySelector("main") || doc.body;
+    text = part ? part.textContent : "";
+  }
+  text = text.replace(/\s+/g, " ").trim();
+  return (text.length > 400 ? `${text.slice(0, 400)}…` : text) || `The request was refused (${xhr.status}).`;
+}
+function htmxErrorPlace(elt) {
+  return elt.closest("form") || elt.closest("table") || elt;
+}
+function showHtmxError(event) {
+  if (document.querySelector("[data-htmx-errors]")) return; // the page shows them itself (review.js)
+  const place = htmxErrorPlace(event.detail.elt);
+  let slot = place.matches("form") ? place.querySelector(":scope > .htmx-error") : place.nextElementSibling;
+  if (!slot || !slot.matches(".htmx-error")) {
+    slot = document.createElement("p");
+    slot.className = "htmx-error error";
+    slot.setAttribute("role", "alert");
+    if (place.matches("form")) place.append(slot); else place.after(slot);
+  }
+  slot.textContent = htmxErrorText(event.detail.xhr);
+}
+document.addEventListener("htmx:responseError", showHtmxError);
+document.addEventListener("htmx:sendError", showHtmxError);
+// The next request from there clears the last error.
+document.addEventListener("htmx:beforeRequest", (event) => {
+  const place = htmxErrorPlace(event.detail.elt);
+  const slot = place.matches("form") ? place.querySelector(":scope > .htmx-error") : place.nextElementSibling;
+  if (slot && slot.matches(".htmx-error")) slot.remove();
+});
+// A GET form (the run list's search and filters) sends only the fields that say
+// something: a shared link reads "?q=bridge", not twenty empty parameters. The
+// whole-page submit goes through here; htmx's own requests drop them below.
+function nonEmptyQuery(form, submitter) {
+  const params = new URLSearchParams();
+  for (const [key, value] of new FormData(form, submitter)) {
+    if (typeof value === "string" && value.trim() !== "") params.append(key, value);
+  }
+  return params.toString();
+}
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if ((form.getAttribute("method") || "get").toLowerCase() !== "get" || event.defaultPrevented) return;
+  event.preventDefault();
+  const query = nonEmptyQuery(form, event.submitter);
+  const action = new URL(form.getAttribute("action") || location.pathname, location.href);
+  location.assign(`${action.pathname}${query ? `?${query}` : ""}`);
+});
+document.addEventListener("htmx:configRequest", (event) => {
+  if (event.detail.verb !== "get") return;
+  const params = event.detail.parameters;
+  // htmx 2 hands a FormData-like object; drop the keys whose every value is empty.
+  for (const key of [...new Set(params.keys ? params.keys() : Object.keys(params))]) {
+    const values = params.getAll ? params.getAll(key) : [params[key]].flat();
+    if (values.every((v) => typeof v === "string" && v.trim() === "")) {
+      if (params.delete) params.delete(key); else delete params[key];
+    }
   }
 });

@@ -206,6 +206,7 @@ CASES = [
     Case("metrics", need="public", kind="public", outsider=OWN),
     # the root and accounts
     Case("home", need="public", kind="public", ok=302, outsider=302),
+    Case("favicon", need="public", kind="public", ok=301, outsider=301),
     Case("login", need="public", kind="public", outsider=OWN),
     Case("logout", method="post", need="public", kind="public", ok=302, outsider=302),
     # API tokens (project admins) and the ingestion API (bearer tokens of a project)

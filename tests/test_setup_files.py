@@ -48,3 +48,15 @@ def test_the_compose_file_is_accepted_by_docker():
 def test_ci_runs_the_readme_test_command():
     assert "make test" in (ROOT / "README.md").read_text()
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_wherever_chromium_is_installed_a_cjk_font_is_too():
+    """Chinese in browser tests and screenshots is text, not empty boxes (issue 30, item 14)."""
+    installers = [p for p in ROOT.rglob("*") if p.is_file() and p.suffix in ("", ".sh", ".yml", ".yaml")
+                  and ".venv" not in p.parts and ".git" not in p.parts and p.stat().st_size < 200_000
+                  and "chromium" in p.read_text(errors="ignore") and "apt-get install" in p.read_text(errors="ignore")]
+    assert ROOT / "scripts" / "chromium.sh" in installers
+    for path in installers:
+        assert "fonts-noto-cjk" in path.read_text(), path
+    # Chromium present but no CJK font (this script's check) still installs the font.
+    assert "fc-list :lang=zh" in (ROOT / "scripts" / "chromium.sh").read_text()

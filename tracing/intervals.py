@@ -3,8 +3,9 @@
 - Rates: the Wilson score interval, which stays inside [0, 1] and is honest
   at 0/n and n/n, where the normal approximation collapses to a point
   (Agresti & Coull 1998; Brown, Cai & DasGupta 2001).
-- Means (steps, tokens, latency): Student's t interval; with few runs the
-  spread says more than the central limit theorem promises.
+- Means (steps, tokens, latency, cost): Student's t interval; with few runs the
+  spread says more than the central limit theorem promises. These quantities
+  cannot be negative: the interval is clipped at 0 (bounded_mean_interval).
 - Means over tasks of per-task estimates (pass@k, pass^k): the same t
   interval over the tasks, clipped to [0, 1]. A bootstrap was tried first:
   1,000 resamples for every figure cost the page half a second
@@ -58,6 +59,6 @@ def mean_interval(values: Sequence[float]) -> tuple[float, float] | None:
 
 def bounded_mean_interval(values: Sequence[float], low: float = 0.0, high: float = 1.0) -> tuple[float, float] | None:
     """The t interval of the mean of values that live in [low, high] (pass@k
-    per task), clipped to that range."""
+    per task; high=math.inf for durations, counts and costs), clipped to that range."""
     ci = mean_interval(values)
     return None if ci is None else (max(low, ci[0]), min(high, ci[1]))

@@ -8,6 +8,7 @@ counted apart and left out of every figure.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import partial
@@ -20,7 +21,7 @@ from runs.agent.strategies import STRATEGIES
 from runs.core.models import Run
 from runs.core.prices import price_of
 from runs.evaluations.models import Evaluation, EvaluationRun
-from tracing.intervals import bounded_mean_interval, mean_interval, wilson
+from tracing.intervals import bounded_mean_interval, wilson
 from tracing.metrics import pass_at_k, pass_hat_k, percentile
 
 # A run ended by a budget rather than by an answer.
@@ -44,10 +45,13 @@ def _rate(count: int, n: int) -> Figure:
     return Figure(count / n if n else None, *(ci or (None, None)), count=count, n=n)
 
 
-def _mean(values: list[float], *, p95: bool = False) -> Figure:
+def _mean(values: list[float], *, p95: bool = False, high: float = math.inf) -> Figure:
+    """The mean of a quantity that cannot be negative (steps, seconds, tokens,
+    dollars; a share when high=1): its t interval clipped to what it can take,
+    so a few short runs never read as "[-0.01–1.58] s"."""
     if not values:
         return Figure(None)
-    ci = mean_interval(values)
+    ci = bounded_mean_interval(values, 0.0, high)
     return Figure(sum(values) / len(values), *(ci or (None, None)), n=len(values),
                   p95=percentile(values, 95) if p95 else None)
 
@@ -183,7 +187,8 @@ def evaluation_report(evaluation: Evaluation) -> EvaluationReport:
         report.ended = len(ended)
         scored = [r for r in ended if r["run__success"] is not None]
         report.success = _rate(sum(1 for r in scored if r["run__success"]), len(scored))
-        report.coverage = _mean([r["coverage"] for r in ended if r["measured"] and r["coverage"] is not None])
+        report.coverage = _mean([r["coverage"] for r in ended if r["measured"] and r["coverage"] is not None],
+                                high=1.0)
         measured = [r for r in ended if r["measured"]]
         invalid = sum(r["invalid_actions"] for r in measured)
         report.invalid = _rate(invalid, invalid + sum(r["actions"] for r in measured))

@@ -75,14 +75,34 @@ def outcome_of(traj: Trajectory) -> bool | None:
     return traj.reward >= 1.0
 
 
-def status_of(traj: Trajectory) -> str:
-    """An imported run ended: `finished`, or `error` when the file says so (its
-    meta's status, as agentlab's own export writes it, or a last step that is an
-    error). Never `stopped`: nobody here pressed Stop."""
+# stopped_by of an imported run that ended before its agent did (issue 30, item 12).
+UNFINISHED = "unfinished"
+
+
+@dataclass(frozen=True)
+class Ending:
+    status: str
+    stopped_by: str = ""
+    reason: str = ""
+
+
+def ending_of(traj: Trajectory) -> Ending:
+    """How an imported run ended. The file's own word first (its meta's status,
+    as agentlab's export writes it); an error step last is `error`; a run with
+    no final answer and no outcome (no success, no reward) never got to its end:
+    `stopped`, by `unfinished`, as the sample's run stopped by hand; anything
+    else ended on its own: `finished`, whatever its outcome."""
     said = (traj.meta or {}).get("status")
     if said == Run.Status.ERROR or (traj.steps and traj.steps[-1].kind == "error"):
-        return Run.Status.ERROR
-    return Run.Status.FINISHED
+        return Ending(Run.Status.ERROR)
+    if said in (Run.Status.FINISHED, Run.Status.STOPPED):
+        return Ending(said)
+    if not any(s.kind == "final" for s in traj.steps) and traj.success is None and traj.reward is None:
+        last = traj.steps[-1].kind if traj.steps else "no"
+        return Ending(Run.Status.STOPPED, UNFINISHED,
+                      f"the file's run ends at {'an' if last[0] in 'aeio' else 'a'} {last} step, without a final "
+                      "answer or an outcome: it did not finish")
+    return Ending(Run.Status.FINISHED)
 
 
 def _temperature(meta: dict[str, Any]) -> float | None:
@@ -99,7 +119,8 @@ def source_of(traj: Trajectory, source: str) -> str:
 
 def _new_run(traj: Trajectory, *, owner, project_id: int, source: str, run_key: str, report) -> Run:
     meta = traj.meta or {}
-    status, success = status_of(traj), outcome_of(traj)
+    ending, success = ending_of(traj), outcome_of(traj)
+    status = ending.status
     return Run(
         prompt=clean_text(traj.task),
         owner=owner,
@@ -115,6 +136,8 @@ def _new_run(traj: Trajectory, *, owner, project_id: int, source: str, run_key: 
         max_steps=None,
         max_tokens=None,
         status=status,
+        stopped_by=ending.stopped_by,
+        reason=ending.reason,
         success=success,
         attribution=attribution_column(traj.steps, goal=traj.goal, status=status, success=success, report=report,
                                        context=traj.context),

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import re
+
 from django import forms
 
+from agentlab import localmodel
 from runs.agent.faults import FaultError, FaultRates
 from runs.core.anchor_names import anchor_label
 from runs.core.form_fields import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field, label_filter_fields
@@ -10,6 +13,22 @@ from runs.date_filters import FilterDateField
 from runs.launch.selectors import POLICY_OFF, RunFilters
 from tracing.anchoring import PATTERNS
 from tracing.labels import MAX_SESSION_CHARS, MAX_TAGS, LabelError, clean_labels, parse_tag_text
+
+
+def local_model_unusable() -> str:
+    """Why a run on the local model would end in `error` now ("cannot reach the
+    model endpoint"), while `make demo` still builds or starts it (issue 30,
+    item 2); "" when it is ready, or run elsewhere (no state file to say)."""
+    state = localmodel.status()
+    if state.state == localmodel.BUILDING:
+        done = re.match(r"\d+%", state.progress or "")
+        return (f"The local model is still building, {done.group() if done else 'just started'} — use sim "
+                "meanwhile.")
+    if state.state == localmodel.STARTING:
+        return "The local model is still starting — use sim meanwhile."
+    if state.state == localmodel.FAILED:
+        return f"The local model failed ({state.detail}) — use sim, or see {state.log or 'its log'}."
+    return ""
 
 
 class NewRunForm(forms.Form):
@@ -67,6 +86,8 @@ class NewRunForm(forms.Form):
             # A model that works in one mode only gets it, whatever the form said
             # (the page's script picks it too; without it the choice is still right).
             data["mode"] = MODES_OF_PROVIDER[provider][0]
+        if provider == "local" and (why := local_model_unusable()):
+            self.add_error("provider", why)
         if provider == "openai" and not (data.get("model_name") or "").strip():
             self.add_error("model_name", "Name the model to call on the OpenAI-compatible endpoint.")
         try:
@@ -103,7 +124,8 @@ class RunFilterForm(forms.Form):
     task = forms.CharField(required=False, max_length=80)
     model = forms.CharField(required=False, max_length=120)
     mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)
-    intervened = forms.ChoiceField(choices=[("", "any"), ("yes", "had an intervention"), ("no", "no intervention")],
+    intervened = forms.ChoiceField(choices=[("", "any interventions"), ("yes", "had an intervention"),
+                                            ("no", "no intervention")],
                                    required=False)
     detector = forms.CharField(required=False, max_length=40)
     tier = forms.ChoiceField(choices=[("", "any tier"), ("hint", "hint"), ("redirect", "redirect"), ("stop", "stop")],
@@ -115,7 +137,8 @@ class RunFilterForm(forms.Form):
                                          ("unscored", "unscored")], required=False)
     stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"),
                                             ("cost_budget", "cost budget"), ("wall_time", "wall time"),
-                                            ("watchdog", "watchdog"), ("user", "user")], required=False)
+                                            ("watchdog", "watchdog"), ("user", "user"),
+                                            ("unfinished", "unfinished (imported)")], required=False)
     anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break"),
                                         *[(p, f"lost it: {anchor_label(p)}") for p in PATTERNS]], required=False)
     forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
@@ -128,12 +151,22 @@ class RunFilterForm(forms.Form):
     sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
                              required=False)
 
+    # What a screen reader says for each select (whose empty choice also names it: "any tier").
+    LABELS = {"status": "status", "mode": "mode", "intervened": "interventions", "tier": "intervention tier",
+              "anchor": "anchoring", "outcome": "outcome", "stopped_by": "how the run ended", "forks": "forks",
+              "steps_min": "at least this many steps", "steps_max": "at most this many steps",
+              "since": "created since", "until": "created until"}
+
     def __init__(self, data=None, *args, **kwargs):
         if data is not None and data.get("status") in LEGACY_STATUSES:
             data = data.copy()
             data["outcome"] = data.get("outcome") or LEGACY_STATUSES[data["status"]]
             data["status"] = Run.Status.FINISHED
         super().__init__(data, *args, **kwargs)
+        for name, label in self.LABELS.items():
+            self.fields[name].widget.attrs["aria-label"] = label
+        self.fields["steps_min"].widget.attrs["placeholder"] = "min"
+        self.fields["steps_max"].widget.attrs["placeholder"] = "max"
 
     def filters(self) -> RunFilters:
         return RunFilters.of(self.cleaned_data)

@@ -44,6 +44,4 @@ def money_ci(fig) -> str:
         return NONE
     if fig.low is None or fig.low == fig.high:
         return format_html("{}", money(fig.value))
-    # A t interval of small costs can reach below zero; no run is paid for.
-    return format_html('{} <span class="ci">[{}–{}]</span>', money(fig.value), money(max(fig.low, 0.0)),
-                       money(fig.high))
+    return format_html('{} <span class="ci">[{}–{}]</span>', money(fig.value), money(fig.low), money(fig.high))

@@ -10,7 +10,7 @@ import sys
 from tests.servers import ROOT
 
 # Variables the settings read that a developer's shell or .env could set.
-_SCRUB = ("SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "DB_NAME", "HTTPS", "DB_POOL_MAX_SIZE", "DB_CONN_MAX_AGE",
+_SCRUB = ("SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "DB_NAME", "DB_TEST_NAME", "HTTPS", "DB_POOL_MAX_SIZE", "DB_CONN_MAX_AGE",
           "ENV_FILE", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE")
 
 

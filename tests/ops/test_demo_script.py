@@ -5,6 +5,7 @@ came up, and logs under its var/ directory."""
 
 from __future__ import annotations
 
+import contextlib
 import http.cookiejar
 import json
 import os
@@ -45,7 +46,8 @@ def scratch_db():
 
 
 class DemoProcess:
-    def __init__(self, db_name: str, var_dir: Path, *, env_file: Path | None = None, **env: str) -> None:
+    def __init__(self, db_name: str, var_dir: Path, *, env_file: Path | None = None, command: list[str] | None = None,
+                 **env: str) -> None:
         self.port, self.var = free_port(), var_dir
         full_env = {**os.environ, "ENV_FILE": str(env_file or os.devnull), "DB_NAME": db_name, "DEMO_VAR_DIR": str(var_dir),
                     "PORT": str(self.port), "SIM_PORT": str(free_port()), "LOCAL_MODEL_PORT": str(free_port()),
@@ -54,7 +56,7 @@ class DemoProcess:
         if env_file is not None:
             full_env.pop("SECRET_KEY", None)  # the demo makes its own and keeps it there
         # A session of its own, as a terminal would give make: the test then signals it like Ctrl-C would.
-        self.proc = subprocess.Popen([sys.executable, "scripts/demo.py"], cwd=ROOT, env=full_env,
+        self.proc = subprocess.Popen(command or [sys.executable, "scripts/demo.py"], cwd=ROOT, env=full_env,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      start_new_session=True)
         self.lines: list[str] = []
@@ -80,33 +82,36 @@ class DemoProcess:
     def output(self) -> str:
         return "".join(self.lines)
 
-    def group_pids(self) -> list[int]:
-        pids = []
+    @staticmethod
+    def _processes():
+        """(pid, state, process group, session) of every process in /proc."""
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[2]) == self.proc.pid:
-                pids.append(int(stat.parent.name))
-        return pids
+            yield int(stat.parent.name), fields[0], int(fields[2]), int(fields[3])
+
+    def group_pids(self) -> list[int]:
+        return [pid for pid, _, group, _ in self._processes() if group == self.proc.pid]
 
     def group_alive(self) -> bool:
         """Whether a process of the demo's group still runs. A zombie is not one:
         an orphan's zombie waits for PID 1 to reap it, and in a container PID 1
         may never do so (it holds no resources; the demo reaps its own)."""
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == self.proc.pid and fields[0] != "Z":
-                return True
-        return False
+        return any(group == self.proc.pid and state != "Z" for _, state, group, _ in self._processes())
+
+    def session_pids(self) -> list[int]:
+        """Every live process of the session the test gave it (the demo leaves
+        make's process group for one of its own, but not the session)."""
+        return [pid for pid, state, _, session in self._processes() if session == self.proc.pid and state != "Z"]
 
     def kill_group(self) -> None:
         if self.group_alive():
             os.killpg(self.proc.pid, signal.SIGKILL)
+        for pid in self.session_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _login(base: str) -> urllib.request.OpenerDirector:
@@ -143,6 +148,35 @@ def test_the_demo_serves_then_stops_every_process_with_status_0(scratch_db, tmp_
         assert "Traceback" not in demo.output
         assert {p.name for p in (tmp_path / "var" / "log").iterdir()} >= {"web.log", "worker.log", "sim.log"}
         assert not (tmp_path / "var" / "run" / "localmodel.json").exists()
+    finally:
+        demo.kill_group()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_make_alone_stops_the_whole_demo(scratch_db, tmp_path, sig):
+    """`kill -INT` / `kill -TERM` of make's pid from a script or a supervisor, no
+    terminal (issue 30, item 4): make forwards INT to nobody and TERM only to
+    `dotenv run` (a .env exists after the first run), yet everything stops."""
+    env_file = tmp_path / ".env"
+    env_file.write_text("SECRET_KEY=make-signal-test-key-0123456789abcdefghijklmnopqrstuv\n")
+    venv = Path(sys.prefix)
+    # -o: the venv is there; never install into it from a test.
+    make = ["make", "-s", f"VENV={venv}", "-o", f"{venv}/.demo-installed", "demo"]
+    demo = DemoProcess(scratch_db, tmp_path / "var", env_file=env_file, command=make, LOCAL_MODEL="off")
+    try:
+        demo.wait_for(READY, 180)
+        assert len(demo.session_pids()) > 5  # make, dotenv, the supervisor, gunicorn and its workers, Celery...
+        started = time.monotonic()
+        os.kill(demo.proc.pid, sig)  # make alone
+        demo.finish(timeout=40)
+        assert time.monotonic() - started < 25, demo.output
+        deadline = time.monotonic() + 10
+        while demo.session_pids() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert demo.session_pids() == [], f"processes left behind:\n{demo.output}"
+        said = "make got SIGINT: stopping" if sig == signal.SIGINT else "SIGTERM: stopping"
+        assert said in demo.output or "make went away: stopping" in demo.output, demo.output
+        assert "Traceback" not in demo.output
     finally:
         demo.kill_group()
 

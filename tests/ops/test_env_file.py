@@ -5,6 +5,7 @@ and the environment still wins over it."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -69,3 +70,35 @@ def test_make_services_creates_the_database_named_in_env_file(newcomer_env):
     finally:
         with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def test_the_test_database_is_derived_from_db_name():
+    """Two checkouts with their own DB_NAME on one Postgres (issue 30, item 3)."""
+    name = "settings.DATABASES['default']['TEST']['NAME']"
+    key = "probe-secret-key-0123456789abcdefghijklmnopqrstuv"
+
+    def test_name(**env: str) -> str:
+        result = settings_value(name, SECRET_KEY=key, **env)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    assert test_name(DB_NAME="checkout_two") == repr("test_checkout_two")
+    assert test_name() == repr("test_agentlab")
+    assert test_name(DB_NAME="x", DB_TEST_NAME="mine") == repr("mine")
+
+
+def _names_read(*files: str) -> set[str]:
+    text = "".join((ROOT / "agentlab" / f).read_text() for f in files)
+    return set(re.findall(r'env_(?:str|int|float|bool|list)\(\s*"(\w+)"', text))
+
+
+def test_env_example_names_every_setting():
+    """.env.example says it lists every setting: set, or commented out with its default."""
+    example = (ROOT / ".env.example").read_text()
+    listed = set(re.findall(r"^#? ?(\w+)=", example, flags=re.M))
+    assert _names_read("settings.py", "gunicorn.py") - listed == set()
+
+
+def test_the_readme_names_the_test_database_setting():
+    readme = (ROOT / "README.md").read_text()
+    assert "DB_TEST_NAME" in readme

@@ -4,6 +4,7 @@ agentlab/localmodel.py reads the file `make demo` writes, or asks the server."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -73,3 +74,25 @@ def test_without_a_demo_the_server_is_asked(auth_client, state_file):
 
 def test_the_status_fragment_needs_a_login(client, state_file):
     assert client.get("/local-model/status/").status_code == 302
+
+
+def test_the_new_run_form_refuses_local_while_it_builds_and_takes_it_when_ready(auth_client, state_file,
+                                                                               monkeypatch):
+    """Not a run that ends `error` ("cannot reach the model endpoint") but the
+    form saying so (issue 30, item 2)."""
+    from runs.core.models import Run
+
+    monkeypatch.setattr("runs.launch.tasks.execute_run.apply_async", lambda *a, **kw: None)
+    post = {"prompt": "What is 2 + 2?", "provider": "local", "mode": "text", "temperature": 0.5, "max_steps": 3,
+            "max_tokens": 1000, "reruns": 1}
+    write_state(state_file, State(localmodel.BUILDING, progress="38% (58/152 files compiled)", pid=os.getpid()))
+    response = auth_client.post("/runs/new/", post)
+    assert response.status_code == 400
+    assert "still building, 38% — use sim meanwhile" in response.content.decode()
+    assert not Run.objects.exists()
+    write_state(state_file, State(localmodel.STARTING, pid=os.getpid()))
+    assert "still starting — use sim meanwhile" in auth_client.post("/runs/new/", post).content.decode()
+    write_state(state_file, State(localmodel.READY, pid=os.getpid()))
+    answer = auth_client.post("/runs/new/", post)
+    assert answer.status_code == 302, re.findall(r"class=\"error\">([^<]*)", answer.content.decode())
+    assert Run.objects.get().provider == "local"

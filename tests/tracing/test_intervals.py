@@ -33,3 +33,11 @@ def test_a_mean_of_probabilities_stays_in_0_1():
     low, high = bounded_mean_interval([0.0, 1.0, 1.0, 1.0])
     assert low >= 0.0 and high == 1.0
     assert bounded_mean_interval([1.0]) is None
+
+
+def test_a_mean_that_cannot_be_negative_is_clipped_at_zero():
+    import math
+
+    assert mean_interval([0.01, 0.02, 1.6])[0] < 0
+    low, high = bounded_mean_interval([0.01, 0.02, 1.6], 0.0, math.inf)
+    assert low == 0.0 and high == mean_interval([0.01, 0.02, 1.6])[1]

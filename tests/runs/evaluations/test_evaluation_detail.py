@@ -103,6 +103,23 @@ def test_the_page_shows_the_figures_and_every_cell_links_to_its_runs(auth_client
     assert "Runs carry no error attribution yet" in body or "No attributed failure among the ended runs" in body
 
 
+def test_a_quantity_that_cannot_be_negative_never_gets_a_negative_bound(auth_client, make_evaluation, end, tasks):
+    """Two quick runs and one slow one: the plain t interval of their duration
+    reaches below zero (issue 30, item 10); the page clips it and names the method."""
+    evaluation = make_evaluation(strategies=("one_retrieval",), reruns=3)
+    for run, seconds in zip(runs_of(evaluation, "one_retrieval", tasks[0]), (0.01, 0.02, 1.6), strict=True):
+        end(run, success=True, steps=1, seconds=seconds, tokens=1)
+    for run in runs_of(evaluation, "one_retrieval", tasks[1]):
+        end(run, success=True, steps=1, seconds=0.02, tokens=1)
+    strategy = evaluation_report(evaluation).strategies[0]
+    for figure in (strategy.latency, strategy.steps, strategy.tokens, strategy.cost):
+        assert figure.low is not None and figure.low >= 0.0, figure
+    assert strategy.latency.low == 0.0  # clipped: unclipped it is below zero
+    body = auth_client.get(reverse("evaluations:detail", args=[evaluation.pk])).content.decode()
+    assert "[-" not in body and "–-" not in body
+    assert "Student's t for means, clipped at 0" in body.replace("&#x27;", "'")
+
+
 HAS_ATTRIBUTION = any(f.name == "attribution" for f in Run._meta.get_fields())
 
 

@@ -240,6 +240,11 @@ def test_roles_context_and_outcome_are_imported(user):
     ({"success": None, "reward": None}, "finished", None),
     ({"success": None, "meta": {"status": "error"}}, "error", None),
     ({"success": False, "steps": [{"index": 0, "kind": "error", "content": "model endpoint 500"}]}, "error", False),
+    # No final answer and no outcome: it never got to its end (issue 30, item 12).
+    ({"success": None, "steps": GOOD["steps"][:2]}, "stopped", None),
+    ({"success": None, "steps": GOOD["steps"][:2], "meta": {"status": "finished"}}, "finished", None),  # our export
+    ({"success": False, "steps": GOOD["steps"][:2]}, "finished", False),  # scored: it ended
+    ({"success": None, "reward": 0.0, "steps": GOOD["steps"][:2]}, "finished", False),
 ])
 def test_an_imported_run_is_finished_or_error_with_its_outcome_apart(user, fields, status, success):
     from runs.imports.services import import_lines
@@ -247,6 +252,20 @@ def test_an_imported_run_is_finished_or_error_with_its_outcome_apart(user, field
     result = import_lines([json.dumps({**GOOD, **fields})], project_id=project_of(user).pk, owner=user)
     run = Run.objects.get(pk=result.run_ids[0])
     assert (run.status, run.success) == (status, success)
+    if status == "stopped":
+        assert run.stopped_by == "unfinished"
+        assert run.reason.startswith("the file's run ends at an observation step, without a final answer")
+
+
+def test_the_sample_files_unfinished_run_is_not_listed_finished(auth_client):
+    sample = auth_client.get(reverse("runs:import_sample")).content.decode()
+    body = upload(auth_client, sample).content.decode()
+    capital = Run.objects.get(source_run_id="capital-3")
+    assert (capital.status, capital.stopped_by) == ("stopped", "unfinished")
+    assert Run.objects.filter(status="finished").count() == 2
+    # The result comes right under the form, before the format section.
+    assert body.index('class="import-result"') < body.index('class="import-format"')
+    assert '>stopped</span> <span class="muted"' in body
 
 
 def test_an_imported_interruption_enters_the_review_queue_like_a_native_one(user, make_run):
