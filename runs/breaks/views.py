@@ -4,7 +4,6 @@ settings, an admin's override, and the labels' export."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from django.contrib.auth.decorators import login_required
@@ -19,7 +18,7 @@ from runs.breaks.selectors import EXPORT_COLUMNS, export_rows, pattern_rows, run
 from runs.breaks.services import BreakError, break_label, break_settings_set, pattern_override
 from runs.core import access
 from runs.core.anchor_names import anchor_label
-from runs.core.csv_cells import csv_lines
+from runs.core.csv_cells import csv_lines, jsonl_lines
 
 # The id of the Breaks page's table: its forms swap it, htmx names it in HX-Target.
 TABLE_ID = "breaks-table"
@@ -127,7 +126,7 @@ def export_csv(request: HttpRequest) -> StreamingHttpResponse:
 @login_required
 @require_GET
 def export_jsonl(request: HttpRequest) -> StreamingHttpResponse:
-    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in _rows(request))
+    lines = jsonl_lines(_rows(request))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="break-labels.jsonl"'
     return response

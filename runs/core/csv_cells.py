@@ -42,3 +42,8 @@ def csv_lines(rows: Iterable[dict], columns: Sequence[str], *, json_columns: Seq
         buf.seek(0)
         buf.truncate()
     yield buf.getvalue()
+
+
+def jsonl_lines(rows: Iterable[dict]) -> Iterator[str]:
+    """An export's rows as JSON lines, depth-limited like every page (tracing.shown_json)."""
+    return (shown_json.dumps(row) + "\n" for row in rows)

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from runs.core import access, charts
-from runs.core.csv_cells import csv_lines
+from runs.core.csv_cells import csv_lines, jsonl_lines
 from runs.core.paging import keyset_page
 from runs.core.queue import QueueUnavailable
 from runs.launch.selectors import trajectory
@@ -33,7 +33,6 @@ from runs.reviews.selectors import (
     review_agreement,
 )
 from runs.reviews.services import ReviewError, item_for_step, review_fork_settle, review_fork_start, review_label
-from tracing import shown_json
 from tracing.models import Step
 
 ITEMS_PER_PAGE = 50
@@ -285,7 +284,7 @@ def export_csv(request: HttpRequest) -> StreamingHttpResponse:
 @login_required
 @require_GET
 def export_jsonl(request: HttpRequest) -> StreamingHttpResponse:
-    lines = (shown_json.dumps(row) + "\n" for row in _export_rows(request))
+    lines = jsonl_lines(_export_rows(request))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="review-labels.jsonl"'
     return response
