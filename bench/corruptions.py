@@ -623,7 +623,8 @@ class Run:
         for r, s in enumerate(self.steps):
             if is_result(s):
                 call = self.pairs.get(r)
-                self.readings[r] = read_result(s.text, s.meta, self.steps[call].args if call is not None else None)
+                self.readings[r] = read_result(s.text, s.meta, self.steps[call].args if call is not None else None,
+                                               self.steps[call].tool if call is not None else None)
         self._records: list[Record] | None = None
         self._prefix: list[set[str]] | None = None
 

@@ -226,7 +226,8 @@ def invalid_results(steps: list[Step]) -> dict[int, bool]:
     for pos, s in enumerate(steps):
         if is_result(s):
             call = pairs.get(pos)
-            reading = read_result(s.text, s.meta, steps[call].args if call is not None else None)
+            reading = read_result(s.text, s.meta, steps[call].args if call is not None else None,
+                                  steps[call].tool if call is not None else None)
             out[pos] = reading.status in ("error", "empty", "timeout")
     return out
 

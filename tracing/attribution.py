@@ -327,7 +327,7 @@ class _Run:
                 call = next((c for c in pending if c.tool == name), pending[0])
                 pending.remove(call)
                 call.result = step
-                reading = read_result(step.text, step.meta, _args(call.step))
+                reading = read_result(step.text, step.meta, _args(call.step), call.step.tool)
                 call.reading = reading
                 failed = reading.rejected or reading.status in ("error", "empty", "timeout")
                 call.failed = failed and not reading.silent

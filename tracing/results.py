@@ -245,6 +245,28 @@ def is_silent_command(action_args: Any) -> bool:
     return _first_word(action_args) in SILENT_COMMANDS
 
 
+# What a function returns when it returns nothing, as the harness printed it:
+# JSON null, Python None, an empty string, list or object.
+_NOTHING_RE = re.compile(r"^\s*(?:|none|null|nil|undefined|\[\]|\{\}|\(\)|\"\"|'')\s*$", re.I)
+# Tools that run what they are given: their empty output is judged by the
+# program (is_silent_command), not by the tool's name.
+_RUNNER_TOOLS = frozenset(["bash", "sh", "shell", "sql", "execute", "python", "terminal", "run", "code", "interpreter"])
+
+
+def is_silent_write(tool: str | None, action_args: Any) -> bool:
+    """A function call that changes something (``send_message``, ``delete_file``,
+    ``update_password``): APIs answer those with nothing when they work (a
+    ``None`` return, HTTP 204), so an empty answer is their success, as for
+    ``mkdir``. Not a read (empty means nothing found), not a bare ``get``
+    (it obtained nothing), not a tool that runs code or commands."""
+    if not isinstance(action_args, dict) or not tool:
+        return False
+    words = [w.lower() for w in _NAME_SPLIT_RE.split(tool) if w]
+    if not words or words[0] in ACQUIRE_VERBS or words[0] in MOVE_VERBS or set(words) & _RUNNER_TOOLS:
+        return False
+    return not is_read_call(tool, action_args) and not is_command(action_args)
+
+
 def _json_error(data: Any) -> str:
     if not isinstance(data, dict):
         return ""
@@ -307,15 +329,19 @@ def strip_notices(text: str) -> str:
     return text[:tail_at] + tail if tail_at else ("" if _NOTICE_RE.fullmatch("\n" + tail) else tail)
 
 
-def read_result(text: str | None, meta: dict[str, Any] | None = None, action_args: Any = None) -> Reading:
+def read_result(
+    text: str | None, meta: dict[str, Any] | None = None, action_args: Any = None, tool: str | None = None
+) -> Reading:
     """Read one tool result. ``meta["status"]`` wins when the recorder gave one;
-    ``action_args`` (the call that produced it) tells a silent success from an
-    empty search."""
+    ``action_args`` and ``tool`` (the call that produced it) tell a silent
+    success from an empty search."""
     text = text if isinstance(text, str) else ("" if text is None else str(text))
     text = strip_notices(text)
     given = (meta or {}).get("status")
     given = given if isinstance(given, str) and given in STATUSES else None
     stripped = text.strip()
+    if given is None and _NOTHING_RE.match(stripped[:20]) and is_silent_write(tool, action_args):
+        return Reading(status="ok", form="empty", why="silent success of a write", silent=True)
     if not stripped or _NO_OUTPUT_RE.match(stripped[:200]):
         silent = is_silent_command(action_args) or bool(_EXECUTED_OK_RE.match(stripped[:200]))
         status = given or ("ok" if silent else "empty")

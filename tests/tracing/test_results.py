@@ -134,3 +134,20 @@ def test_any_json_is_data_error_or_empty_never_a_crash(value):
     reading = read_result(json.dumps(value))
     assert reading.form == "json"
     assert reading.status in ("ok", "empty", "error")
+
+
+def test_an_empty_answer_to_a_write_call_is_its_silent_success():
+    for text in ("", "None", "null", "[]", "{}", '""'):
+        reading = read_result(text, None, {"channel": "general", "body": "hi"}, "send_channel_message")
+        assert (reading.status, reading.silent) == ("ok", True), text
+
+
+def test_an_empty_answer_to_a_read_a_get_or_a_runner_is_not_a_write_success():
+    assert read_result("None", None, {"order_id": "1"}, "get_order_details").status == "empty"
+    assert read_result("[]", None, {"query": "alice"}, "search_contacts").status == "empty"
+    assert read_result("", None, {"item": "dye"}, "get").status == "empty"
+    assert read_result("", None, {"code": "x = compute()\nx"}, "python").status == "empty"
+    # A text environment's "Nothing happens." is its failure, not a write's success.
+    assert read_result("Nothing happens.", None, "take apple 1", "take").status == "empty"
+    # A recorded status wins.
+    assert read_result("", {"status": "error"}, {"body": "hi"}, "send_message").status == "error"

@@ -129,7 +129,7 @@ def looks_like_code(text: str) -> bool:
 def is_failure(step: Step, action_args: Any = None) -> bool:
     """An observation that reports a failed call: its status read from the
     result (``tracing.results``), a rejected answer, or a generic message."""
-    return failed(step, read_result(step.text, step.meta, action_args))
+    return failed(step, read_result(step.text, step.meta, action_args, step.tool))
 
 
 def failed(step: Step, reading: Reading) -> bool:

@@ -340,7 +340,7 @@ class RunState:
         self.observed.append((step.index, text))
         self.seen_observation = True
         call = self._take_call(step.tool)
-        reading = read_result(text, step.meta, raw_args(call.step) if call else None)
+        reading = read_result(text, step.meta, raw_args(call.step) if call else None, call.step.tool if call else None)
         sal = extract(text)
         bad = failed(step, reading)
         self.late_argument = self.arguments.result(step.index, call.step.index if call else None, text, bad,

@@ -270,7 +270,7 @@ class ObservationDetector:
             )
         action = self._take_action(step.tool)
         action_step, action_args, arg_toks = action if action else (None, None, frozenset())
-        reading = read_result(text, step.meta, action_args)
+        reading = read_result(text, step.meta, action_args, step.tool)
         self.last_reading = reading
         status = reading.status
         structured = reading.form in ("json", "literal")
