@@ -109,6 +109,17 @@ SWEEP: list[tuple[str, dict[str, Any]]] = [
     ("ignored_within=0", {"ladder": {"ignored_within": 0}}),
     ("ignored_stop=1", {"ladder": {"ignored_stop": 1}}),
     ("ignored_stop=2", {"ladder": {"ignored_stop": 2}}),
+    # The same call made N times anywhere in the run, after a hint (off by default).
+    *[(f"stop_repeat={n}", {"ladder": {"stop_repeat": n}}) for n in (2, 3, 4)],
+    # Its stop grounds with no ladder, over the naive rule's own grid: the same
+    # call N times anywhere (N 2..5) or M unusable results in a row (M 3..6, or off),
+    # so that at equal false kills the comparison is family against family.
+    *[
+        (f"no ladder, stop_repeat={n}, stop_invalid={m}",
+         {"ladder": {"tiers": ["stop"], "cooldown": 0, "stop_repeat": n, "stop_invalid": m, "stop_futile": 99,
+                     "stop_streak": 99, "fast_futile": 0}, "use_complexity": False})
+        for n in (2, 3, 4, 5) for m in (3, 4, 5, 6, 99)
+    ],
     # Milder than the default, for sources where it already stops successes.
     ("mild", {"ladder": {"stop_invalid": 7, "fast_futile": 0, "stop_futile": 3}}),
     ("tiers=hint,redirect", {"ladder": {"tiers": ["hint", "redirect"]}}),

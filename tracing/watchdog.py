@@ -118,6 +118,20 @@ FAST_FUTILE = 1
 # yet looks the same; an agent loop should wait between polls.
 FAST_LANE_CLASSES = frozenset({"error", "empty", "junk", "too_short", "no_new_info"})
 
+# The same call (tool and arguments) made this many times anywhere in the run,
+# with a hint given since its first time, is stopped at the call. An agent
+# that asks a deterministic tool what it already asked has lost track of what
+# it read: the answer cannot change (Search[x] again after it failed, the same
+# program run again). Counted over the whole run, not since the last
+# progress: agents that loop come back to a call after a detour that looked
+# like progress (measured: counting since progress saves fewer failed-run
+# steps at the same false kills on 5 of 8 sources). A tool polled for a state that does change (a status, a speed
+# test after the user toggled something) looks the same, so it is off (0) by
+# default; a team whose tools are deterministic turns it on in its policy.
+STOP_REPEAT = 0
+# Distinct calls whose counts the watchdog keeps (bounded memory, snapshots).
+REPEAT_KEYS_MAX = 128
+
 # Progress observations in a row after which the ladder starts again at hint.
 RESET_AFTER = 2
 
@@ -202,6 +216,7 @@ class Ladder:
     fast_futile: int = FAST_FUTILE
     ignored_within: int = IGNORED_WITHIN
     ignored_stop: int = IGNORED_STOP
+    stop_repeat: int = STOP_REPEAT
 
 
 # Fraction fields (0..1) and the minimum of each integer field, for validation.
@@ -223,6 +238,7 @@ _INT_MIN = {
     "fast_futile": 0,
     "ignored_within": 0,
     "ignored_stop": 0,
+    "stop_repeat": 0,
 }
 
 
@@ -505,6 +521,8 @@ class Watchdog:
         # Fast lane: call -> (its futile repeats with an unusable result, the
         # step of the first of them), since the last progress.
         self._dead_calls: dict[int, tuple[int, int]] = {}
+        # STOP_REPEAT: call -> (times made in the run, step of the first time).
+        self._repeats: dict[int, tuple[int, int]] = {}
         # Ignored interventions (IGNORED_WITHIN): the loop's latest turns without
         # progress as (call, result) hashes, the loop an intervention was about,
         # and whether this turn went on with it.
@@ -524,7 +542,7 @@ class Watchdog:
 
         if step.kind == "action":
             self._action_keys[step.index] = stable_digest("\x00".join(call_signature(step.tool, args_of(step))))
-            iv = self._dead_call(step)
+            iv = self._dead_call(step) or self._repeated_call(step)
             if iv is not None:
                 return iv
         rep = self._run("repetition", step, sig, self.repetition.update, step)
@@ -612,6 +630,7 @@ class Watchdog:
             "answered_at": [[a, o] for a, o in self._answered_at.items() if a in comparable],
             "futile": self.futile, "futile_steps": self._futile_steps[-4:],
             "dead_calls": [[k, c, since] for k, (c, since) in self._dead_calls.items()],
+            "repeats": [[k, c, first] for k, (c, first) in self._repeats.items()],
             "loop": list(self._loop),
             "watch": _watch_dict(self._watch), "ignored": _watch_dict(self._ignored),
         }
@@ -648,6 +667,7 @@ class Watchdog:
         wd._answered_at = dict(state["answered_at"])
         wd.futile, wd._futile_steps = state["futile"], list(state["futile_steps"])
         wd._dead_calls = {k: (c, since) for k, c, since in state["dead_calls"]}
+        wd._repeats = {k: (c, first) for k, c, first in state.get("repeats", [])}
         wd._loop.extend(state["loop"])
         wd._watch, wd._ignored = _watch_of(state["watch"]), _watch_of(state["ignored"])
         return wd
@@ -731,6 +751,29 @@ class Watchdog:
             {"tool": step.tool, "args": args_preview(args_of(step)), "compared_step": since},
         )
         threshold = _threshold("ladder.fast_futile", lad.fast_futile, count)
+        return self._emit(step, trig, "stop", [trig], advance=True, stop_threshold=threshold)
+
+    def _repeated_call(self, step: Step) -> Intervention | None:
+        """A stop at the STOP_REPEAT-th identical call of the run, once a hint was given since its first."""
+        lad = self.policy.ladder
+        if not lad.stop_repeat:
+            return None  # off: nothing counted, nothing in the snapshot
+        key = self._action_keys[step.index]
+        count, first = self._repeats.pop(key, (0, step.index))
+        self._repeats[key] = (count + 1, first)  # re-inserted: the most recent keys are kept
+        if len(self._repeats) > REPEAT_KEYS_MAX:
+            del self._repeats[next(iter(self._repeats))]
+        if count + 1 < lad.stop_repeat or not self.policy.enabled or "stop" not in lad.tiers:
+            return None
+        if "hint" in lad.tiers and (self._hint_step is None or self._hint_step < first):
+            return None  # never a stop without a word first
+        trig = _Trigger(
+            "repetition",
+            {"similarity": 1.0, "repeats": count + 1, "novelty": 0.0, "obs_class": "repeated call"},
+            [first, step.index],
+            {"tool": step.tool, "args": args_preview(args_of(step)), "compared_step": first},
+        )
+        threshold = _threshold("ladder.stop_repeat", lad.stop_repeat, count + 1)
         return self._emit(step, trig, "stop", [trig], advance=True, stop_threshold=threshold)
 
     def _run(self, name: str, step: Step, sig: dict[str, Any], fn: Any, *args: Any) -> Any:
@@ -936,6 +979,14 @@ def _message(
                 f"in between (repeated at step {d.get('compared_step')}), and was made again after the hint at step "
                 f"{wd._hint_step}; it was stopped before it ran. Fallback: answer with the facts observed "
                 "so far, marked as incomplete, or report that the goal could not be reached with the tools given."
+            )
+        if name == "ladder.stop_repeat":
+            return (
+                f"Stopped by the watchdog ({trig.detector}): {d.get('tool') or 'this call'} with "
+                f"'{d.get('args', '')}' was made {score} times in this run (first at step {d.get('compared_step')}), "
+                f"after the hint at step {wd._hint_step}; asked again, it cannot answer anything new. It was "
+                "stopped before it ran. Fallback: answer with the facts observed so far, marked as incomplete, "
+                "or report that the goal could not be reached with the tools given."
             )
         if name == "ladder.ignored_stop":
             return (

@@ -85,6 +85,10 @@ FIELDS: dict[str, FieldDoc] = {
         "fast stop: dead loop", "A shortcut past the redirect: once a call got the same unusable or unchanged "
         "result again this many times (nothing new in between) and a hint followed, making that very call once "
         "more is stopped before it runs. 0 turns the shortcut off. Higher: later stops.", -1),
+    "ladder.stop_repeat": FieldDoc(
+        "fast stop: the same call again", "A shortcut for deterministic tools: the same call (tool and arguments) "
+        "made this many times anywhere in the run, after a hint, is stopped before it runs. Off (0) by default: a "
+        "tool polled for a changing status repeats legitimately. Higher: later stops.", -1),
     "ladder.ignored_within": FieldDoc(
         "escalate when ignored", "After a hint or a redirect, the model's next calls judged (this many): one that "
         "goes on with the same loop and still gets nothing moves to the next tier at once, without the cooldown. "

@@ -182,3 +182,12 @@ def test_a_bare_number_answering_a_calculation_is_a_usable_result(result):
     det.update(act(0, "calculate", {"expression": "2 * (2 * 8.75 - 15.00)"}))
     assert det.update(obs(1, result, "calculate")).obs_class == "ok"
     assert classify_one(result, args="population of Tollby in 2020").obs_class == "ok"
+
+
+def test_a_programs_printed_dicts_are_data_not_markup_junk():
+    det = ObservationDetector()
+    code = "import collections\ndef histogram(t):\n    return collections.Counter(t.split())\nprint(histogram('a b c'))"
+    det.update(act(0, "execute", code))
+    out = "{'a': 1, 'b': 1, 'c': 1}\n{'a': 2, 'b': 2}\n{'a': 2, 'b': 2}\n{'b': 4}\n{}"
+    sig = det.update(obs(1, out, "execute"))
+    assert sig.obs_class == "ok"

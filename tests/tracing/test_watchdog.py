@@ -604,3 +604,50 @@ def test_ignoring_fields_validate(field):
     with pytest.raises(PolicyError) as exc:
         Policy.from_dict({"ladder": {field: -1}})
     assert exc.value.field == f"ladder.{field}"
+
+
+def _detour_loop() -> list[Step]:
+    """search[x] fails, a detour that finds something, search[x] again, twice."""
+    steps: list[Step] = []
+    i = 0
+    for k in range(3):
+        steps += [act(i, "search", "same query"), obs(i + 1, "Could not find [same query].", "search")]
+        steps += [act(i + 2, "lookup", f"other{k}"), obs(i + 3, f"other{k} is a fact about item{k} value{k}", "lookup")]
+        i += 4
+    return steps
+
+
+def test_stop_repeat_both_sides():
+    # Off by default: a polled status repeats legitimately.
+    assert Ladder().stop_repeat == 0
+    quiet = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), fast_futile=0, stop_futile=100,
+                                                       stop_invalid=100, stop_streak=100))
+    wd, ivs = run(quiet, _detour_loop())
+    assert ivs == [] and not wd.stopped
+    # The same call a third time anywhere in the run, detours between, is stopped before it runs.
+    on = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), fast_futile=0, stop_futile=100,
+                                                    stop_invalid=100, stop_streak=100, stop_repeat=3))
+    wd, ivs = run(on, _detour_loop())
+    assert [s for s, _ in ivs] == [8] and wd.stopped
+    stop = ivs[-1][1]
+    assert stop.evidence["threshold"] == {"name": "ladder.stop_repeat", "value": 3, "score": 3, "op": ">="}
+    assert "3 times in this run (first at step 0)" in stop.message
+    # With a hint tier, no stop before a hint was given since the call's first time.
+    hinted = Policy(use_complexity=False, ladder=Ladder(tiers=("hint", "stop"), cooldown=100, fast_futile=0,
+                                                        stop_futile=100, stop_invalid=100, stop_streak=100,
+                                                        stop_repeat=3))
+    wd, ivs = run(hinted, _detour_loop())
+    assert all(iv.tier != "stop" or iv.evidence["threshold"]["name"] == "ladder.stop_repeat" for _, iv in ivs)
+    assert not any(iv.tier == "stop" for _, iv in ivs) or any(iv.tier == "hint" for _, iv in ivs)
+
+
+def test_stop_repeat_survives_a_snapshot():
+    on = Policy(use_complexity=False, ladder=Ladder(tiers=("stop",), fast_futile=0, stop_futile=100,
+                                                    stop_invalid=100, stop_streak=100, stop_repeat=3))
+    steps = _detour_loop()
+    wd = Watchdog(on)
+    for s in steps[:6]:
+        wd.observe(s)
+    wd = Watchdog.restore(wd.snapshot(), on)
+    ivs = [(s.index, iv) for s in steps[6:] if (iv := wd.observe(s)) is not None]
+    assert [s for s, _ in ivs] == [8]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracing.normalize import content_tokens, features, normalize_args
-from tracing.results import Reading, read_result
+from tracing.results import Reading, is_command, read_result
 from tracing.steps import REPLY_TOOLS, Step, role_of
 
 # Share of the analysed text inside markup (tags, entities, CSS/JS blocks) above
@@ -273,7 +273,9 @@ class ObservationDetector:
         reading = read_result(text, step.meta, action_args, step.tool)
         self.last_reading = reading
         status = reading.status
-        structured = reading.form in ("json", "literal")
+        # A program's or a command's output is data however many braces it
+        # prints ({'a': 1} per line); markup and chrome are a web page's junk.
+        structured = reading.form in ("json", "literal") or is_command(action_args)
         markup, chrome = junk_scores(text) if len(text) > 40 and not structured else (0.0, 0.0)
         jr = max(markup, chrome)
         overlap = None
