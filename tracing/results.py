@@ -71,6 +71,7 @@ _TIMEOUT_RE = re.compile(r"\btimed?[ -]?out\b|\btimeout\b|deadline exceeded", re
 # Generic failure openers (ReAct environments, HTTP tools): only at the start.
 _ERROR_START_RE = re.compile(
     r"\s*(?:invalid action|malformed command\b|error\b|exception\b|fatal\b|failed\b|failure\b|could not (?:parse|execute)|"
+    r"(?!no )(?:[a-z][\w-]* ){1,3}error\s*[:-]|"
     r"i don't understand your input|unable to\b)",
     re.I,
 )
@@ -317,6 +318,27 @@ def _parse(stripped: str) -> tuple[str, Any] | None:
     return None
 
 
+# A one-line preamble before a JSON body: "Status Code: 200. Response: {…}",
+# "Here is the response from the GET request:\n{…}". HTTP wrappers and agent
+# frameworks print results this way; the body is the data.
+_PREAMBLE_RE = re.compile(
+    r"^[^\n{\[]{0,120}?\b(?:response|result|results|output|returned|body|data)\b[^\n{\[:]{0,40}:\s*(?=[\[{])", re.I
+)
+_STATUS_CODE_RE = re.compile(r"\b(?:status(?:[ _]code)?|http(?:/[\d.]+)?)\b[ :=]*([1-5]\d\d)\b", re.I)
+
+
+def _wrapped_json(stripped: str) -> tuple[tuple[str, Any], str] | None:
+    """((form, data), failing HTTP status or "") of a JSON body after a preamble, or None."""
+    pre = _PREAMBLE_RE.match(stripped[:200])
+    if pre is None:
+        return None
+    parsed = _parse(stripped[pre.end():])
+    if parsed is None or parsed[0] != "json":
+        return None
+    code = _STATUS_CODE_RE.search(pre.group(0))
+    return parsed, (code.group(1) if code and code.group(1)[0] in "45" else "")
+
+
 def strip_notices(text: str) -> str:
     """The result without the harness's trailing budget notices."""
     tail_at = max(0, len(text) - 400)
@@ -347,6 +369,11 @@ def read_result(
         status = given or ("ok" if silent else "empty")
         return Reading(status=status, form="empty", why="no output" if not silent else "silent success", silent=silent)
     parsed = _parse(stripped)
+    wrapped = _wrapped_json(stripped) if parsed is None else None
+    if wrapped is not None:
+        parsed, code = wrapped
+        if code and not given:
+            return Reading(status="error", form=parsed[0], data=parsed[1], why=f"HTTP {code}")
     if parsed is not None:
         form, data = parsed
         if data is ...:

@@ -151,3 +151,22 @@ def test_an_empty_answer_to_a_read_a_get_or_a_runner_is_not_a_write_success():
     assert read_result("Nothing happens.", None, "take apple 1", "take").status == "empty"
     # A recorded status wins.
     assert read_result("", {"status": "error"}, {"body": "hi"}, "send_message").status == "error"
+
+
+def test_a_json_body_after_a_one_line_preamble_is_the_data():
+    ok = read_result('Status Code: 200. Response: {"id": "A12", "status": "open"}')
+    assert (ok.status, ok.form, ok.data) == ("ok", "json", {"id": "A12", "status": "open"})
+    framework = read_result('Here is the response from the GET request:\n{"resourceType": "Bundle", "total": 0}')
+    assert (framework.status, framework.form) == ("ok", "json")
+    assert read_result("Status Code: 200. Response: []").status == "empty"
+    # A failing HTTP status in the preamble is the call's failure, whatever the body holds.
+    missing = read_result('Status Code: 404. Response: {"details": "no such image"}')
+    assert (missing.status, missing.why, missing.data) == ("error", "HTTP 404", {"details": "no such image"})
+    # Not JSON after the colon: plain text, read as before.
+    assert read_result("Results for x: {not json").status == "ok"
+
+
+def test_an_error_named_in_the_first_words_is_an_error():
+    assert read_result('Parameter type error: "category", expected one of [habits, habitat]').status == "error"
+    assert read_result("Validation error - the date is in the past").status == "error"
+    assert read_result("No error: the file was saved").status == "ok"
