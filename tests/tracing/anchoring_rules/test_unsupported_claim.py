@@ -34,3 +34,17 @@ def test_a_total_no_result_holds():
 
 def test_the_total_the_result_holds():
     assert _unsupported(_order("The total of order #W1234567 is $2,895.55.")) == []
+
+
+def test_a_tool_named_in_a_claim_is_the_agents_vocabulary_not_an_invented_identifier():
+    # Customer service: the claim names the tool it called; the failure rule judges it.
+    run = (Run().user("What is the status of order #W1234567?")
+           .call("get_order_details", {"order_id": "#W1234567"})
+           .result("get_order_details", "Error: order not found")
+           .reply("Done, the get_order_details call worked."))
+    assert [(b.step, b.pattern) for b in run.report().breaks] == [(3, "unconfirmed_success")]
+    # Code agent: a thought that names a tool from its schema before calling it.
+    run = (Run().user("How many singers are there?")
+           .thought("I will use run_sql to count the rows of the singer table."))
+    tools = {"tools": [{"name": "run_sql", "parameters": {}}]}
+    assert [b.pattern for b in run.report(context=tools).breaks if b.pattern == "unsupported_claim"] == []

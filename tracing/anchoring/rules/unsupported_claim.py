@@ -111,7 +111,9 @@ def invented_identifier(state: RunState, step: Step, text: str) -> list[Break]:
             continue  # code the agent writes out: it names what it defines
         # Sorted, not in set order: the reason names the first three.
         defined = defined_names(sentence)  # the agent's own name for a value ("so arr_h is 11")
-        ids = [i for i in sorted(extract(sentence).ids) if _IDENTIFIER_LIKE_RE.match(i) and i not in defined]
+        # A tool's name is the agent's own vocabulary (its schema, its calls), not a fact to read.
+        ids = [i for i in sorted(extract(sentence).ids)
+               if _IDENTIFIER_LIKE_RE.match(i) and i not in defined and i.lower() not in state.catalogue]
         missing = [i for i in ids if not state.evidence.id_supported(i)]
         plan = PLAN_RE.match(LIST_MARK_RE.sub("", sentence.strip()))
         if not plan and state.seen_observation and not WONDER_RE.search(sentence):
