@@ -120,6 +120,14 @@ SWEEP: list[tuple[str, dict[str, Any]]] = [
                      "stop_streak": 99, "fast_futile": 0}, "use_complexity": False})
         for n in (2, 3, 4, 5) for m in (3, 4, 5, 6, 99)
     ],
+    # The same with the call counted in a row (no other call between), the
+    # naive rule's other call arm.
+    *[
+        (f"no ladder, stop_in_a_row={n}, stop_invalid={m}",
+         {"ladder": {"tiers": ["stop"], "cooldown": 0, "stop_in_a_row": n, "stop_invalid": m, "stop_futile": 99,
+                     "stop_streak": 99, "fast_futile": 0}, "use_complexity": False})
+        for n in (2, 3, 4, 5) for m in (3, 4, 5, 6, 99)
+    ],
     # Milder than the default, for sources where it already stops successes.
     ("mild", {"ladder": {"stop_invalid": 7, "fast_futile": 0, "stop_futile": 3}}),
     ("tiers=hint,redirect", {"ladder": {"tiers": ["hint", "redirect"]}}),

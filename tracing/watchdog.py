@@ -129,6 +129,11 @@ FAST_LANE_CLASSES = frozenset({"error", "empty", "junk", "too_short", "no_new_in
 # test after the user toggled something) looks the same, so it is off (0) by
 # default; a team whose tools are deterministic turns it on in its policy.
 STOP_REPEAT = 0
+# The same call made this many times in a row (no other call between) is
+# stopped at the call: the tighter form of STOP_REPEAT. Right after an answer,
+# asking again cannot change it; a poll usually waits or acts between polls.
+# Off (0) by default, for the same reason as STOP_REPEAT.
+STOP_IN_A_ROW = 0
 # Distinct calls whose counts the watchdog keeps (bounded memory, snapshots).
 REPEAT_KEYS_MAX = 128
 
@@ -217,6 +222,7 @@ class Ladder:
     ignored_within: int = IGNORED_WITHIN
     ignored_stop: int = IGNORED_STOP
     stop_repeat: int = STOP_REPEAT
+    stop_in_a_row: int = STOP_IN_A_ROW
 
 
 # Fraction fields (0..1) and the minimum of each integer field, for validation.
@@ -239,6 +245,7 @@ _INT_MIN = {
     "ignored_within": 0,
     "ignored_stop": 0,
     "stop_repeat": 0,
+    "stop_in_a_row": 0,
 }
 
 
@@ -523,6 +530,8 @@ class Watchdog:
         self._dead_calls: dict[int, tuple[int, int]] = {}
         # STOP_REPEAT: call -> (times made in the run, step of the first time).
         self._repeats: dict[int, tuple[int, int]] = {}
+        # STOP_IN_A_ROW: the latest call, how many times in a row, and the step of the first.
+        self._in_a_row: tuple[int, int, int] | None = None
         # Ignored interventions (IGNORED_WITHIN): the loop's latest turns without
         # progress as (call, result) hashes, the loop an intervention was about,
         # and whether this turn went on with it.
@@ -631,6 +640,7 @@ class Watchdog:
             "futile": self.futile, "futile_steps": self._futile_steps[-4:],
             "dead_calls": [[k, c, since] for k, (c, since) in self._dead_calls.items()],
             "repeats": [[k, c, first] for k, (c, first) in self._repeats.items()],
+            "in_a_row": list(self._in_a_row) if self._in_a_row else None,
             "loop": list(self._loop),
             "watch": _watch_dict(self._watch), "ignored": _watch_dict(self._ignored),
         }
@@ -668,6 +678,7 @@ class Watchdog:
         wd.futile, wd._futile_steps = state["futile"], list(state["futile_steps"])
         wd._dead_calls = {k: (c, since) for k, c, since in state["dead_calls"]}
         wd._repeats = {k: (c, first) for k, c, first in state.get("repeats", [])}
+        wd._in_a_row = tuple(state["in_a_row"]) if state.get("in_a_row") else None
         wd._loop.extend(state["loop"])
         wd._watch, wd._ignored = _watch_of(state["watch"]), _watch_of(state["ignored"])
         return wd
@@ -754,26 +765,38 @@ class Watchdog:
         return self._emit(step, trig, "stop", [trig], advance=True, stop_threshold=threshold)
 
     def _repeated_call(self, step: Step) -> Intervention | None:
-        """A stop at the STOP_REPEAT-th identical call of the run, once a hint was given since its first."""
+        """A stop at the STOP_REPEAT-th identical call of the run, or the
+        STOP_IN_A_ROW-th in a row, once a hint was given since its first."""
         lad = self.policy.ladder
-        if not lad.stop_repeat:
+        if not lad.stop_repeat and not lad.stop_in_a_row:
             return None  # off: nothing counted, nothing in the snapshot
         key = self._action_keys[step.index]
         count, first = self._repeats.pop(key, (0, step.index))
-        self._repeats[key] = (count + 1, first)  # re-inserted: the most recent keys are kept
-        if len(self._repeats) > REPEAT_KEYS_MAX:
-            del self._repeats[next(iter(self._repeats))]
-        if count + 1 < lad.stop_repeat or not self.policy.enabled or "stop" not in lad.tiers:
+        if lad.stop_repeat:
+            self._repeats[key] = (count + 1, first)  # re-inserted: the most recent keys are kept
+            if len(self._repeats) > REPEAT_KEYS_MAX:
+                del self._repeats[next(iter(self._repeats))]
+        row_key, row, row_first = self._in_a_row or (None, 0, step.index)
+        if row_key != key:
+            row, row_first = 0, step.index
+        self._in_a_row = (key, row + 1, row_first) if lad.stop_in_a_row else None
+        if lad.stop_repeat and count + 1 >= lad.stop_repeat:
+            name, made, first = "ladder.stop_repeat", count + 1, first
+        elif lad.stop_in_a_row and row + 1 >= lad.stop_in_a_row:
+            name, made, first = "ladder.stop_in_a_row", row + 1, row_first
+        else:
+            return None
+        if not self.policy.enabled or "stop" not in lad.tiers:
             return None
         if "hint" in lad.tiers and (self._hint_step is None or self._hint_step < first):
             return None  # never a stop without a word first
         trig = _Trigger(
             "repetition",
-            {"similarity": 1.0, "repeats": count + 1, "novelty": 0.0, "obs_class": "repeated call"},
+            {"similarity": 1.0, "repeats": made, "novelty": 0.0, "obs_class": "repeated call"},
             [first, step.index],
             {"tool": step.tool, "args": args_preview(args_of(step)), "compared_step": first},
         )
-        threshold = _threshold("ladder.stop_repeat", lad.stop_repeat, count + 1)
+        threshold = _threshold(name, getattr(lad, name.split(".")[1]), made)
         return self._emit(step, trig, "stop", [trig], advance=True, stop_threshold=threshold)
 
     def _run(self, name: str, step: Step, sig: dict[str, Any], fn: Any, *args: Any) -> Any:
@@ -980,10 +1003,11 @@ def _message(
                 f"{wd._hint_step}; it was stopped before it ran. Fallback: answer with the facts observed "
                 "so far, marked as incomplete, or report that the goal could not be reached with the tools given."
             )
-        if name == "ladder.stop_repeat":
+        if name in ("ladder.stop_repeat", "ladder.stop_in_a_row"):
+            where = "in a row" if name == "ladder.stop_in_a_row" else "in this run"
             return (
                 f"Stopped by the watchdog ({trig.detector}): {d.get('tool') or 'this call'} with "
-                f"'{d.get('args', '')}' was made {score} times in this run (first at step {d.get('compared_step')}), "
+                f"'{d.get('args', '')}' was made {score} times {where} (first at step {d.get('compared_step')}), "
                 f"after the hint at step {wd._hint_step}; asked again, it cannot answer anything new. It was "
                 "stopped before it ran. Fallback: answer with the facts observed so far, marked as incomplete, "
                 "or report that the goal could not be reached with the tools given."

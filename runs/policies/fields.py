@@ -89,6 +89,9 @@ FIELDS: dict[str, FieldDoc] = {
         "fast stop: the same call again", "A shortcut for deterministic tools: the same call (tool and arguments) "
         "made this many times anywhere in the run, after a hint, is stopped before it runs. Off (0) by default: a "
         "tool polled for a changing status repeats legitimately. Higher: later stops.", -1),
+    "ladder.stop_in_a_row": FieldDoc(
+        "fast stop: the same call in a row", "The same call made this many times in a row (no other call between), "
+        "after a hint, is stopped before it runs. Off (0) by default, as above. Higher: later stops.", -1),
     "ladder.ignored_within": FieldDoc(
         "escalate when ignored", "After a hint or a redirect, the model's next calls judged (this many): one that "
         "goes on with the same loop and still gets nothing moves to the next tier at once, without the cooldown. "

@@ -651,3 +651,38 @@ def test_stop_repeat_survives_a_snapshot():
     wd = Watchdog.restore(wd.snapshot(), on)
     ivs = [(s.index, iv) for s in steps[6:] if (iv := wd.observe(s)) is not None]
     assert [s for s, _ in ivs] == [8]
+
+
+def _same_call_in_a_row(times: int) -> list:
+    steps, i = [], 0
+    for _ in range(times):
+        steps += [act(i, "lookup", "item0"), obs(i + 1, "Could not find item0.", "lookup")]
+        i += 2
+    return steps
+
+
+def test_stop_in_a_row_both_sides():
+    assert Ladder().stop_in_a_row == 0
+    ladder = {"tiers": ("stop",), "fast_futile": 0, "stop_futile": 100, "stop_invalid": 100, "stop_streak": 100}
+    on = Policy(use_complexity=False, ladder=Ladder(**ladder, stop_in_a_row=3))
+    # Three times in a row: stopped at the third, before it runs.
+    wd, ivs = run(on, _same_call_in_a_row(3))
+    assert [s for s, _ in ivs] == [4] and wd.stopped
+    stop = ivs[-1][1]
+    assert stop.evidence["threshold"] == {"name": "ladder.stop_in_a_row", "value": 3, "score": 3, "op": ">="}
+    assert "3 times in a row (first at step 0)" in stop.message
+    # The same call three times with other calls between is not in a row.
+    wd, ivs = run(on, _detour_loop())
+    assert ivs == [] and not wd.stopped
+
+
+def test_stop_in_a_row_survives_a_snapshot():
+    ladder = {"tiers": ("stop",), "fast_futile": 0, "stop_futile": 100, "stop_invalid": 100, "stop_streak": 100}
+    on = Policy(use_complexity=False, ladder=Ladder(**ladder, stop_in_a_row=3))
+    steps = _same_call_in_a_row(3)
+    wd = Watchdog(on)
+    for s in steps[:3]:
+        wd.observe(s)
+    wd = Watchdog.restore(wd.snapshot(), on)
+    ivs = [(s.index, iv) for s in steps[3:] if (iv := wd.observe(s)) is not None]
+    assert [s for s, _ in ivs] == [4]
