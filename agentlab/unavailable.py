@@ -20,9 +20,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 log = logging.getLogger(__name__)
 
-# What a client is told to wait: the reconciler sweeps every 5 s, and a
-# restarted Postgres takes a few seconds to accept connections.
-RETRY_AFTER_S = 5
+# What a client is told to wait. Short, because an OTLP exporter's retries
+# must fit its export timeout: OpenTelemetry's (10 s, at most 6 tries, and
+# Retry-After instead of its own backoff) tries again at 3, 6 and 9 s, riding
+# out an outage of 9 s; told 5 it tried once more, at 5 s, and dropped the
+# batch of an outage of 6 s (tests/drills: Postgres stopped while an exporter
+# sends).
+RETRY_AFTER_S = 3
 # Paths whose clients are programs: they get JSON.
 MACHINE_PREFIXES = ("/api/", "/v1/")
 MESSAGE = "the database is unreachable; try again shortly"

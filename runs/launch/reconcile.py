@@ -11,9 +11,10 @@ workers are made to agree with it.
   whichever worker takes the message; after RUN_MAX_RESUMES resumes it ends
   `error` instead, and a run whose Stop was pressed ends `stopped`.
 
-It runs every RECONCILE_INTERVAL_S from Celery beat on the control queue
-(RUN_CONTROL_QUEUE, served by a worker of its own so it never waits behind long
-runs), and once whenever a worker starts (runs.launch.tasks).
+It runs every RECONCILE_INTERVAL_S on a thread of every worker
+(runs.health.sweeper; at once when a worker starts) and from Celery beat on
+the control queue, one sweep at a time under an advisory lock
+(runs.health.sweeps): no single process is the reconciler.
 """
 
 from __future__ import annotations

@@ -1,17 +1,16 @@
 """The Celery tasks of runs: execute a run (it takes the run's id and calls the
-service), and the reconciler's sweep (on the control queue)."""
+service), the reconciler's sweep (beat's, on the control queue), and the
+sweeping thread every worker starts."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 from celery import shared_task
-from celery.signals import worker_ready
-from django.conf import settings
-from kombu.exceptions import OperationalError
+from celery.signals import worker_ready, worker_shutdown
 
 from runs.core.queue import enqueue
+from runs.health.sweeper import Sweeper
 from runs.health.sweeps import sweep_locked
 from runs.launch.execution import run_execute
 
@@ -36,10 +35,20 @@ def reconcile_runs() -> dict[str, int]:
     return vars(sweep) if sweep is not None else {"skipped": 1}
 
 
+# Every worker sweeps (runs.health.sweeper), so losing the control worker and
+# beat loses no run. At once when it starts, too: a worker coming back after a
+# kill sweeps without waiting for anyone's tick.
+_sweeper: Sweeper | None = None
+
+
 @worker_ready.connect
-def _sweep_when_a_worker_starts(sender=None, **kwargs) -> None:
-    # A worker that comes back (after a kill, a reboot) asks for a sweep at
-    # once instead of waiting for beat's next tick.
-    with contextlib.suppress(OperationalError):
-        reconcile_runs.apply_async(queue=settings.RUN_CONTROL_QUEUE, retry=False,
-                                   expires=settings.RECONCILE_INTERVAL_S * 2)
+def _start_sweeping(sender=None, **kwargs) -> None:
+    global _sweeper
+    _sweeper = Sweeper(send=send_run)
+    _sweeper.start()
+
+
+@worker_shutdown.connect
+def _stop_sweeping(sender=None, **kwargs) -> None:
+    if _sweeper is not None:
+        _sweeper.stop()

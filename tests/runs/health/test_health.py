@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.http import HttpResponse
 from django.test import RequestFactory
 from django.utils import timezone
@@ -38,6 +39,35 @@ def test_a_second_sweeper_skips_while_one_sweeps():
         assert not SweepMark.objects.exists()
         other.execute("SELECT pg_advisory_unlock(%s)", [SWEEP_LOCK_KEY])
     assert sweep_locked(send=lambda run_id, task_id: None) is not None
+
+
+@pytest.mark.parametrize(("age", "swept"), [(1, False), (4, True)])
+def test_a_workers_sweep_skips_when_someone_just_swept(age, swept):
+    # Every worker's sweeper asks every 5 s: one recent sweep serves them all.
+    SweepMark.objects.create(name=MARK, at=timezone.now() - timedelta(seconds=age))
+    assert (sweep_locked(send=lambda run_id, task_id: None, unless_within_s=2.5) is not None) is swept
+
+
+def test_a_workers_sweeper_sweeps_at_once_and_outlives_a_database_error(monkeypatch):
+    from runs.health import sweeper
+
+    calls = []
+
+    def sweep(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise OperationalError("the database went away")
+
+    monkeypatch.setattr(sweeper, "sweep_locked", sweep)
+    thread = sweeper.Sweeper(send=lambda run_id, task_id: None, interval_s=0.05)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while len(calls) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        thread.stop()
+    assert len(calls) >= 3 and calls[0]["unless_within_s"] == 0.025
 
 
 @pytest.mark.parametrize(("age", "stalled"), [(STALE_SWEEP_S - 2, False), (STALE_SWEEP_S + 2, True)])

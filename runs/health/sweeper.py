@@ -1,0 +1,65 @@
+"""Every Celery worker sweeps, so no one process is the reconciler (issue 28).
+
+Beat's tick on the control queue used to be the only sweep: with the control
+worker and beat gone, a run whose worker died stayed `running` for good. Now
+each worker's main process (not its pool children) runs a small daemon
+thread that, every RECONCILE_INTERVAL_S, tries the sweep's advisory lock
+(runs.health.sweeps.sweep_locked): whoever gets it sweeps, the others skip.
+A sweep someone finished less than half an interval ago is not repeated, so
+ten workers still sweep about once per interval, not ten times.
+
+A thread rather than a task: a task waits behind long runs in the worker's
+own queue, and a thread needs no broker either (a sweep resends what Redis
+lost). Beat's task stays: it is one more sweeper, under the same lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+
+from runs.health.sweeps import sweep_locked
+
+log = logging.getLogger(__name__)
+
+
+class Sweeper:
+    """The worker's sweeping thread: start() when the worker is ready, stop() when it shuts down."""
+
+    def __init__(self, send, interval_s: float | None = None) -> None:
+        self.send = send
+        self.interval_s = settings.RECONCILE_INTERVAL_S if interval_s is None else interval_s
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="agentlab-sweeper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def sweep_once(self) -> None:
+        try:
+            sweep_locked(send=self.send, unless_within_s=self.interval_s / 2)
+        except DatabaseError as exc:  # Postgres away: the next tick tries again
+            log.warning("sweep skipped: %s", str(exc).strip()[:200])
+        except Exception:  # a bug must not end the thread: sweeping is what keeps runs ending
+            log.exception("sweep failed")
+        finally:
+            # A fresh connection each tick: one broken by an outage is never reused,
+            # and an idle worker holds no connection between sweeps.
+            with contextlib.suppress(DatabaseError):
+                connection.close()
+
+    def _loop(self) -> None:
+        while not self._stopped.is_set():
+            # The first at once: the worker starting may be the one coming back after a kill.
+            self.sweep_once()
+            self._stopped.wait(self.interval_s)
