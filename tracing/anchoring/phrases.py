@@ -82,7 +82,7 @@ FOUND_RE = re.compile(
 # The agent saying a result failed is acknowledging it, not claiming success.
 ACK_FAILURE_RE = re.compile(
     r"nothing happen|did(?:n't| not) work|failed|invalid|not (?:found|work)|could(?:n't| not)|"
-    r"again|retry|error|wrong|"
+    r"again|retry|error|wrong|incorrect|"
     # Owning up to a slip ("Oops, I forgot to define the function in the code
     # I executed") acknowledges the failure it caused.
     r"\bforgot\b|\boops\b|\bmistake|\btypo|\boverlooked\b|没有|失败|错误|无效|再试",
@@ -201,6 +201,10 @@ PROTOCOL_FINAL_RE = re.compile(
 
 # An observation the agent writes into its own action ("Observation 3: …"):
 # it acts as if a tool had answered.
+# An XML-like tag a model writes around its reasoning or its answer
+# ("<thinking>", "</result>", "<function-thoughts>"): no attributes, so HTML
+# quoted in a statement ("<a href=…>") is left alone.
+MARKUP_TAG_RE = re.compile(r"</?[A-Za-z][\w-]{0,40}>")
 FAKE_OBSERVATION_RE = re.compile(r"(?:^|\n)\s*observation(?:\s*\d+)?\s*:\s*\S", re.IGNORECASE)
 
 # A token in a harness's format ("picoCTF{…}", "flag{…}"): a value to find,

@@ -29,7 +29,7 @@ from tracing.anchoring.common import (
     step_text,
     what,
 )
-from tracing.anchoring.phrases import FLAG_RE, LABEL_RE, PROTOCOL_FINAL_RE
+from tracing.anchoring.phrases import FLAG_RE, LABEL_RE, MARKUP_TAG_RE, PROTOCOL_FINAL_RE
 from tracing.anchoring.rules.requery import is_revisit
 from tracing.anchoring.rules.slip import caught
 from tracing.anchoring.salience import Salient, extract
@@ -191,6 +191,10 @@ class _Pass:
         # Curly apostrophes read as straight ones ("I’ve found" = "I've found").
         text = step_text(step).replace("’", "'")
         code = step.kind == "action" and not is_reply(step) or looks_like_code(text)
+        if not code and (step.kind != "action" or is_reply(step)):
+            # A model's own markup tags ("<thinking>", "</search_quality_reflection>")
+            # are form, not words of a claim; each one ends a block.
+            text = MARKUP_TAG_RE.sub("\n", text)
         sal = extract(text) if not code or step.kind == "action" else Salient()
         statement = step.kind == "thought" or is_reply(step)
         if statement:

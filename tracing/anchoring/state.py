@@ -171,6 +171,9 @@ class RunState:
         self.seen_observation = False
         self._reset_turn()
         self._init_calls(context, steps)
+        # A tool's name is the agent's own vocabulary (its schema, its calls):
+        # "the result of `get_day_calendar_events`" names no unobserved value.
+        self.evidence.ids |= {t for t in self.catalogue if "_" in t or "." in t}
         self._init_said(steps)
         self.acted_text = ""  # the agent's own commands, lower case: names it wrote are its own
         self.flags_seen: set[str] = {m.group(0).lower() for m in FLAG_RE.finditer(opening)}

@@ -48,3 +48,35 @@ def test_a_tool_named_in_a_claim_is_the_agents_vocabulary_not_an_invented_identi
            .thought("I will use run_sql to count the rows of the singer table."))
     tools = {"tools": [{"name": "run_sql", "parameters": {}}]}
     assert [b.pattern for b in run.report(context=tools).breaks if b.pattern == "unsupported_claim"] == []
+
+
+def test_a_models_markup_tags_are_not_words_of_its_answer():
+    # Claude-style <thinking> / <search_quality_reflection> tags around a report.
+    run = (Run().user("What is the Facebook security code in my inbox?")
+           .call("search_emails", {"query": "Facebook security code"})
+           .result("search_emails", "- body: 'Your Facebook security code is: 463820'\n  sender: security@facebook.com")
+           .final("<search_quality_reflection>\nThe search found the email.\n</search_quality_reflection>\n"
+                  "<result>\nYour Facebook security code is 463820.\n</result>"))
+    assert _unsupported(run) == []
+
+
+def test_a_long_report_is_judged_by_its_values_not_its_words():
+    # In a paragraph to the user most words are language; a short answer is judged by its words.
+    run = (Run().user("How long before my lunch with Sarah on 2024-05-15?")
+           .call("get_day_calendar_events", {"day": "2024-05-15"})
+           .result("get_day_calendar_events", "- title: Team Sync\n  end_time: 2024-05-15 11:00\n"
+                                              "- title: Lunch with Sarah\n  start_time: 2024-05-15 12:30")
+           .final("According to the calendar, your meeting ends at 11:00 and the lunch with Sarah starts at 12:30, "
+                  "so you have one hour and thirty minutes to get there comfortably."))
+    assert _unsupported(run) == []
+    short = (Run().call("Search", "Wang Guowei").result("Search", PAGE)
+             .final("political science"))
+    assert _unsupported(short, "What did Wang Guowei study?") != []
+
+
+def test_a_tool_named_in_a_report_is_not_a_value_it_misread():
+    run = (Run().user("What is on my calendar today?")
+           .call("get_day_calendar_events", {"day": "2024-05-15"})
+           .result("get_day_calendar_events", "- title: Team Sync\n- title: Lunch with Sarah")
+           .final("According to the result of `get_day_calendar_events`, you have Team Sync and Lunch with Sarah."))
+    assert _unsupported(run) == []

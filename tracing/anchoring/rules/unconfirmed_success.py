@@ -153,6 +153,11 @@ def after_failure(state: RunState, step: Step, sentence: str) -> list[Break]:
         # "The `teacher` table has a Name column" right after DESC teacher
         # failed: an assertion about what the failed call asked for.
         data = ASSERTION_RE.search(sentence) is not None and _about_failed_call(sentence, last)
+        if data and _found_nothing(last) and not _beyond_known(state, sentence):
+            # After a read that found nothing, a statement about what it asked
+            # for made only of what was known before ("External_0 has 0
+            # messages") reads the emptiness; it does not claim a value.
+            data = False
     if not (success or data):
         return []
     now = NOW_ACTION_RE.search(sentence)
@@ -170,20 +175,35 @@ def after_failure(state: RunState, step: Step, sentence: str) -> list[Break]:
 
 
 def _not_shown(state: RunState, step: Step, sentence: str, last: Observed, now: re.Match | None) -> list[Break]:
-    """"Now I take the apple" when the latest result shows no apple."""
-    if not FOUND_RE.search(sentence) or last.reading.form != "text" or is_reply(step):
+    """"Now I take the apple" when the latest result shows no apple; "I have
+    found the apple" when no result of the run showed one."""
+    if not FOUND_RE.search(sentence) or last.reading.form != "text" or is_reply(step) or step.kind == "final":
         # Only "found it" / "now I take X" names what the latest result
-        # should show; a reply to the user may report any earlier result.
+        # should show; a reply to the user or the final answer reports the
+        # whole run, so any earlier result.
         return []
     if now and now.group("verb").lower() in state.next_calls.get(step.index, set()):
         return []  # "Now I put the watch in the safe." said of the put it goes on to make
     local = Evidence()
     local.add(last.sal)
+    if last.action is not None:
+        # What the call asked with is what it found: "the car rentals in Los
+        # Angeles" after a search called with city="Los Angeles".
+        local.add(extract(call_text(last.action)))
+    # The tools' names are the agent's own vocabulary, not a sighting.
+    local.words |= state.catalogue
+    local.ids |= state.catalogue
     if not now or now.group("verb").lower() in _AT_HAND_VERBS:
         # Finding what it holds needs no sighting; cleaning it still needs a call.
         local.ids |= state.held
     local.id_heads = state.evidence.id_heads
     missing = [u for u in unsupported_units(extract(sentence), local) if not u[:1].isdigit()]
+    if not now:
+        # "I have found X" reports the run so far, not the latest sighting:
+        # X is missing only when nothing observed in the run holds it.
+        # "Now I find X" says what the latest result shows (the room it walked into).
+        anywhere = set(unsupported_units(extract(sentence), state.evidence))
+        missing = [u for u in missing if u in anywhere]
     if not missing:
         return []
     return _brk(step, (
@@ -192,6 +212,12 @@ def _not_shown(state: RunState, step: Step, sentence: str, last: Observed, now: 
         f"{', '.join(missing[:3])}"
     ), {"observation_step": last.step.index, "observation": quote(last.step.text or "", 120),
         "claim": sentence[:200], "missing": missing[:5]})
+
+
+def _beyond_known(state: RunState, sentence: str) -> bool:
+    """Whether ``sentence`` states a value no earlier result, the task or the
+    call itself holds: what only the empty result could have held."""
+    return bool(unsupported_units(extract(sentence), state.evidence, sentence))
 
 
 def _found_nothing(last: Observed) -> bool:

@@ -57,6 +57,9 @@ NAME = "unsupported_claim"
 # observed; answers are short, so one invented word in two ("political
 # science" against pages that only say "political") is already a break.
 FINAL_SUPPORT_MIN = 0.6
+# ... judged by its words only while it is an answer ("political science"),
+# not a report: in a paragraph to the user most words are language, not facts.
+ANSWER_MAX_WORDS = 8
 
 # Identifiers that must have been read: snake_case, or letters and digits
 # mixed ("poker_player", "l1002", "#w8855135"), not "drawer 3" or "1990s".
@@ -81,11 +84,13 @@ ADDRESS_RE = re.compile(
 _HONORIFICS = frozenset(["mr", "mr.", "mrs", "mrs.", "ms", "ms.", "dr", "dr.", "miss", "sir", "madam"])
 
 
-def claim_break(step: Step, said: str, sentence: str, missing: list[str], last: Observed | None) -> list[Break]:
-    """The break for ``missing`` values of ``sentence``, quoting the latest result when there is one."""
+def claim_break(step: Step, said: str, sentence: str, missing: list[str], last: Observed | None,
+                values: bool = True) -> list[Break]:
+    """The break for ``missing`` values of ``sentence``, quoting the latest result when there is one.
+    ``values``: some of ``missing`` are values, not only words (only a value can be misread)."""
     reason = f"the {said} at step {step.index} uses {shown(missing, sentence)}, which no observation (nor the task) contains"
     ev: dict[str, Any] = {"claim": sentence[:200], "missing": missing[:5]}
-    if ATTRIBUTION_RE.search(sentence):
+    if values and ATTRIBUTION_RE.search(sentence):
         ev["cited"] = True  # "the page says …": the agent names its source, which lacks the value
     if last is not None and last.step.text:
         quoted = best_sentence(last.step.text, extract(sentence))
@@ -243,8 +248,9 @@ def final_answer(state: RunState, step: Step, text: str) -> list[Break]:
     break is the thought of the turn where they first appeared."""
     answer = text.strip()
     missing = unsupported_units(extract(answer), state.evidence, answer)
+    values = bool(missing)
     content = [t for t in tokens(answer) if not t.isdigit() and t not in FILLER_WORDS]
-    if not is_cjk(answer) and content:
+    if not is_cjk(answer) and 0 < len(content) <= ANSWER_MAX_WORDS:
         seen = sum(1 for t in content if state.evidence.word_supported(t))
         if seen / len(content) < FINAL_SUPPORT_MIN:
             missing = missing + [t for t in content if not state.evidence.word_supported(t) and t not in missing]
@@ -266,4 +272,4 @@ def final_answer(state: RunState, step: Step, text: str) -> list[Break]:
             f"the thought at step {index} asserts {shown(missing, answer)}, which no observation (nor the task) "
             f"contains, and the final answer at step {step.index} ({quote(answer, 60)}) rests on it"
         ), evidence=ev)]
-    return claim_break(step, "final answer", answer, missing, None)
+    return claim_break(step, "final answer", answer, missing, None, values=values)
