@@ -1087,7 +1087,9 @@ class _Mapper:
             for call in calls:
                 self.call_steps(call, span, turn)
             return
-        if not outputs:
+        if not thought and not any(m.get("media") for m in outputs):
+            # Nothing but a role (an event logged without its content): as
+            # though content capture were off, which it was.
             return
         final = _FINAL_RE.search(thought)
         action = _ACTION_RE.search(thought)
