@@ -124,3 +124,20 @@ def test_a_looping_trace_gets_the_default_policy_replayed_shown_and_filtered(pos
     assert "intervention-band replayed" in page and "replayed" in page
     listed = client.get("/runs/?detector=repetition").content.decode()
     assert run.get_absolute_url() in listed
+
+
+@pytest.mark.parametrize(("said", "success", "shown"), [(None, None, "unscored"), (True, True, "✓ correct"),
+                                                       ("false", False, "✗ wrong")])
+def test_a_trace_is_unscored_unless_it_says_its_outcome(post, auth_client, said, success, shown):
+    # The same rule as the client's: a final answer is not a correct one.
+    spans = _agent_trace()
+    if said is not None:
+        spans[-1]["attrs"]["agentlab.success"] = said
+    assert post(_proto(spans)).status_code == 200
+    run = Run.objects.get(source="otlp")
+    assert run.status == "finished" and run.final_answer == "21 C"
+    assert run.success is success
+    page = auth_client.get(run.get_absolute_url()).content.decode()
+    assert shown in page
+    if success is not True:
+        assert "✓ correct" not in page

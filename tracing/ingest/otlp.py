@@ -1116,8 +1116,9 @@ class _Mapper:
     def tool(self, span: Span) -> None:
         attrs = span.attrs
         name = str(_first(attrs, ("tool.name", "gen_ai.tool.name")) or span.name or "unknown")
-        raw_args = _first(attrs, ("gen_ai.tool.call.arguments", "input.value"))
-        result = _first(attrs, ("gen_ai.tool.call.result", "output.value"))
+        # tool_arguments / tool_response: pydantic-ai's names before the conventions had theirs.
+        raw_args = _first(attrs, ("gen_ai.tool.call.arguments", "input.value", "tool_arguments"))
+        result = _first(attrs, ("gen_ai.tool.call.result", "output.value", "tool_response"))
         text, result_status, result_call_id = payloads.tool_result(result) if result is not None else ("", "", "")
         call_id = str(_first(attrs, ("gen_ai.tool.call.id", "tool_call.id")) or result_call_id or "")
         if name.lower() in FINISH_TOOLS and not (call_id and call_id in self.state.open_calls):
