@@ -374,6 +374,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
     return render(request, "tracing/tokens.html", {
         "tokens": tokens, "project": admin.project, "created": created, "error": error,
         "otlp_url": request.build_absolute_uri("/v1/traces"),
+        "otlp_logs_url": request.build_absolute_uri("/v1/logs"),
     }, status=400 if error else 200)
 
 
