@@ -178,10 +178,12 @@ def test_events_after_their_ended_trace_derive_its_steps_again(post, encoding):
     assert post("/v1/traces", _proto(_spans())).status_code == 200
     run = Run.objects.get(source="otlp")
     assert run.status == "finished" and run.final_answer == ""  # nothing said yet
+    assert run.reason == "the trace ended without a final answer"
     logs = _logs_proto(_events()) if encoding == "protobuf" else _logs_json(_events())
     reply = post("/v1/logs", logs)
     assert reply.status_code == 200
     _assert_whole(run)
+    assert run.reason == ""  # the messages gave the answer
 
 
 @pytest.mark.django_db
@@ -328,3 +330,15 @@ def test_junk_logs_are_a_4xx_or_a_partial_success_and_lose_no_event(post, junk, 
         assert run.status == "finished" and Step.objects.filter(run=run).exists()
     else:
         assert not PendingEvent.objects.exists()  # refused whole: nothing half-stored
+
+
+@pytest.mark.django_db
+def test_events_after_the_trace_timeout_still_join_it(post):
+    assert post("/v1/traces", _proto(_spans()[:3])).status_code == 200  # the root never comes
+    call_command("closetraces", older_than=0)
+    run = Run.objects.get(source="otlp")
+    assert run.status == "finished" and "root span never arrived" in run.reason
+    assert post("/v1/logs", _logs_proto(_events())).status_code == 200
+    run.refresh_from_db()
+    assert _steps(run) == WHOLE and run.final_answer == ANSWER
+    assert run.status == "finished" and "root span never arrived" in run.reason  # still true

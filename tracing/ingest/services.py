@@ -572,6 +572,8 @@ def _events_joined(ext: ExternalRun, ended: list[int]) -> None:
     reset_steps(ext.run_id)
     state = TraceState(seen_at=state.seen_at)
     steps, calls = map_trace(spans, state)
+    if not state.finished:  # ended by the trace timeout, its root never came
+        steps += end_trace(state)
     write_new_steps([(ext.run_id, steps)])
     calls_record([(ext.run_id, calls)])
     add_to_summaries([(ext.run_id, RunSummary.of(steps))])
@@ -579,9 +581,12 @@ def _events_joined(ext: ExternalRun, ended: list[int]) -> None:
     state.promote = []
     save_states([(ext.pk, state.to_dict(), 0)])
     _run_fields_from(ext, spans)
-    run = type(ext.run).objects.only("finished_at", "reason").get(pk=ext.run_id)
-    finish_runs([_finish_row(ext.run_id, state, run.finished_at or timezone.now(), run.reason if not state.final
-                             else "")], live_only=False)
+    run = type(ext.run).objects.only("status", "finished_at", "reason").get(pk=ext.run_id)
+    # The reason stays, unless it was the missing answer the messages now give.
+    reason = "" if run.reason == NO_FINAL_REASON else run.reason
+    row = _finish_row(ext.run_id, state, run.finished_at or timezone.now(), reason)
+    # How the run ended stays as it was (the spans did not change, only their messages).
+    finish_runs([(row[0], run.status, *row[2:])], live_only=False)
     ended.append(ext.run_id)
 
 
@@ -644,6 +649,9 @@ def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_fi
     return None
 
 
+NO_FINAL_REASON = "the trace ended without a final answer"
+
+
 def _finish_row(run_id: int, state: TraceState, finished_at: datetime, reason: str) -> tuple:
     """A finish_runs row. How a trace ended is known ("error" or not); whether
     its answer was right is not, unless the trace says (``agentlab.success``):
@@ -653,7 +661,7 @@ def _finish_row(run_id: int, state: TraceState, finished_at: datetime, reason: s
     if state.outcome == Run.Status.ERROR:
         return (run_id, Run.Status.ERROR, state.final_answer, finished_at, state.success, reason)
     return (run_id, Run.Status.FINISHED, state.final_answer, finished_at, state.success,
-            reason or ("" if state.final else "the trace ended without a final answer"))
+            reason or ("" if state.final else NO_FINAL_REASON))
 
 
 def runs_ended_later(run_ids: Sequence[int]) -> None:
