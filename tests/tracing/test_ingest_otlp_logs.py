@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 from google.protobuf import json_format
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
@@ -340,3 +340,16 @@ def test_events_after_the_trace_timeout_still_join_it(post):
     run.refresh_from_db()
     assert _steps(run) == WHOLE and run.final_answer == ANSWER
     assert run.status == "finished" and "root span never arrived" in run.reason  # still true
+
+
+@pytest.mark.django_db
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prefix=st.integers(0, 400), junk=st.binary(max_size=60))
+def test_protobuf_bytes_cut_or_garbled_are_a_400_or_a_partial_success(post, prefix, junk):
+    PendingEvent.objects.all().delete()
+    body = _logs_proto(_events())[:prefix] + junk
+    assume(body)  # Django's test client sends an empty body without its Content-Type
+    response = post("/v1/logs", body)
+    assert response.status_code in (200, 400), response.content
+    if response.status_code == 400:
+        assert not PendingEvent.objects.exists()
