@@ -353,3 +353,26 @@ def test_protobuf_bytes_cut_or_garbled_are_a_400_or_a_partial_success(post, pref
     assert response.status_code in (200, 400), response.content
     if response.status_code == 400:
         assert not PendingEvent.objects.exists()
+
+
+def _log_queries(post, calls: int) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    Run.objects.all().delete()
+    trace = bytes([calls]) * 16
+    chats = [{**_chat(n, 10 * n, "tool_calls", (40, 7)), "trace_id": trace} for n in range(1, calls + 1)]
+    assert post("/v1/traces", _proto(chats)).status_code == 200  # live: no root yet
+    records = [_record(n, "gen_ai.user.message", {"content": TASK}, at=10 * n, trace=trace)
+               for n in range(1, calls + 1)]
+    with CaptureQueriesContext(connection) as queries:
+        assert post("/v1/logs", _logs_proto(records)).status_code == 200
+    assert all(p.get("events") for p in IngestedSpan.objects.filter(trace__run__in=Run.objects.all())
+               .values_list("payload", flat=True))
+    return len(queries)
+
+
+@pytest.mark.django_db
+def test_joining_events_to_stored_spans_costs_the_same_queries_for_2_or_20_spans(post):
+    # One statement per kind of write, never one per span.
+    assert _log_queries(post, 2) == _log_queries(post, 20)

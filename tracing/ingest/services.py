@@ -524,23 +524,26 @@ def otlp_logs_ingest(*, owner, project_id: int, batch: LogBatch, analyse: bool =
         known = locked_external_runs(owner=owner, project_id=project_id, source=ExternalRun.Source.OTLP,
                                      external_ids=trace_ids)
         by_pk = {ext.pk: ext for ext in known.values()}
-        rows = (IngestedSpan.objects.filter(trace_id__in=list(by_pk), span_id__in=list({s for _, s in by_span}))
-                .values_list("pk", "trace_id", "span_id", "payload")) if by_pk else []
-        touched: dict[int, ExternalRun] = {}
-        for pk, ext_pk, span_id, payload in rows:
-            ext = by_pk[ext_pk]
-            events = by_span.pop((ext.external_id, span_id), None)
+        rows = list(IngestedSpan.objects.filter(trace_id__in=list(by_pk), span_id__in=list({s for _, s in by_span}))
+                    .only("pk", "trace_id", "span_id", "payload")) if by_pk else []
+        touched: dict[int, list[Span]] = {}
+        changed = []
+        for row in rows:
+            ext = by_pk[row.trace_id]
+            events = by_span.pop((ext.external_id, row.span_id), None)
             if events is None:
                 continue
-            span = Span.from_payload(payload)
+            span = Span.from_payload(row.payload)
             had = len(span.events)
             span.join(events)
             added = len(span.events) - had
             result.accepted += added
             result.duplicates += len(events) - added
             if added:
-                IngestedSpan.objects.filter(pk=pk).update(payload=clean_value(span.to_payload()))
-                touched[ext.pk] = ext
+                row.payload = clean_value(span.to_payload())
+                changed.append(row)
+                touched.setdefault(ext.pk, []).append(span)
+        IngestedSpan.objects.bulk_update(changed, ["payload"], batch_size=500)
         waiting = [(tid, sid, e) for (tid, sid), events in by_span.items() for e in events]
         have = set(PendingEvent.objects.filter(
             owner=owner, project_id=project_id, trace_id__in=trace_ids, key__in=[e["key"] for *_, e in waiting])
@@ -551,26 +554,30 @@ def otlp_logs_ingest(*, owner, project_id: int, batch: LogBatch, analyse: bool =
         PendingEvent.objects.bulk_create(pending, ignore_conflicts=True)
         result.accepted += len(pending)
         result.duplicates += len(waiting) - len(pending)
-        for ext in touched.values():
-            _events_joined(ext, ended)
+        live = []
+        for ext_pk, spans in touched.items():
+            ext = by_pk[ext_pk]
             result.run_ids.append(ext.run_id)
+            state = TraceState.from_dict(ext.state)
+            if state.finished:
+                _events_joined(ext, ended)
+            else:
+                # Steps already written lack these messages: the trace is derived
+                # once, in order, when its root arrives (as for a span out of order).
+                state.deferred = True
+                live.append((ext.pk, state.to_dict(), 0))
+                _run_fields_from(ext, spans)
+        save_states(live)
     if analyse:
         runs_ended_later(ended)
     return result
 
 
 def _events_joined(ext: ExternalRun, ended: list[int]) -> None:
-    """Stored spans of this trace gained messages: its steps are derived again,
-    now if the trace has ended, else when its root arrives (TraceState.deferred)."""
-    state = TraceState.from_dict(ext.state)
+    """Stored spans of an ended trace gained messages: its steps are derived again."""
     spans = _stored_spans(ext)
-    if not state.finished:
-        state.deferred = True
-        save_states([(ext.pk, state.to_dict(), 0)])
-        _run_fields_from(ext, spans)
-        return
     reset_steps(ext.run_id)
-    state = TraceState(seen_at=state.seen_at)
+    state = TraceState(seen_at=TraceState.from_dict(ext.state).seen_at)
     steps, calls = map_trace(spans, state)
     if not state.finished:  # ended by the trace timeout, its root never came
         steps += end_trace(state)
