@@ -153,3 +153,37 @@ def test_a_tool_error_told_in_log_events_is_an_error_observation(live_server, us
     steps = fw.assert_finished(run, answer="The calculator is down.", actions=1)
     obs = fw.assert_error_observation(steps)
     assert obs.text == f"Error: RuntimeError: {fw.ERROR}"
+
+
+def test_served_by_gunicorn_with_the_analysis_in_a_worker(user, events_only):
+    """As a new user runs it: gunicorn serves /v1/traces and /v1/logs, a Celery
+    worker analyses the run (INGEST_ANALYSE_INLINE off), spans before logs."""
+    import time
+    import types
+    import uuid
+
+    from django.db import connection
+
+    from tests.ops.drill import start_gunicorn
+    from tests.servers import start_worker, stop
+
+    db_name = connection.settings_dict["NAME"]
+    queue = f"agentlab-hotlp-{uuid.uuid4().hex[:8]}"
+    env = {"INGEST_ANALYSE_INLINE": "false", "RUN_QUEUE": queue, "REDIS_URL": "redis://127.0.0.1:6379/13"}
+    web, port = start_gunicorn(db_name=db_name, application_name=f"agentlab-{queue}", workers=2, threads=2, env=env)
+    worker = start_worker(db_name=db_name, queue=queue, env=env)
+    try:
+        _run(types.SimpleNamespace(url=f"http://127.0.0.1:{port}"), user, fw.LOOP, "spans-first")
+        run = fw.only_run()
+        steps = fw.assert_finished(run, answer="I could not find it.", actions=fw.LOOP_TURNS)
+        assert [s.text for s in steps if s.kind == "observation"] == ["No results."] * fw.LOOP_TURNS
+        # The worker's analysis marks the steps derived with the logs' messages
+        # (a first analysis, of the spans alone, may have run before they came).
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not any(
+                s.meta.get("replayed_intervention") for s in fw.steps_of(run)):
+            time.sleep(0.5)
+        fw.assert_loop_interrupted(run)
+    finally:
+        stop(web)
+        stop(worker)
