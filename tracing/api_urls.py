@@ -10,6 +10,7 @@ app_name = "tracing"
 
 urlpatterns = [
     path("v1/traces", api_views.otlp_traces, name="otlp_traces"),
+    path("v1/logs", api_views.otlp_logs, name="otlp_logs"),
     path("api/openapi.json", api_views.openapi, name="openapi"),
     path("api/runs", api_views.runs_create, name="api_runs"),
     path("api/runs/<int:run_id>", api_views.run_show, name="api_run"),

@@ -26,6 +26,8 @@ from tracing.ingest import services
 from tracing.ingest.jsonapi import ApiError, load_json, parse_finish, parse_runs, parse_steps
 from tracing.ingest.openapi import openapi_spec
 from tracing.ingest.otlp import OtlpError, decode_json, decode_protobuf
+from tracing.ingest.otlp_logs import decode_json as decode_logs_json
+from tracing.ingest.otlp_logs import decode_protobuf as decode_logs_protobuf
 from tracing.ingest.writes import token_create, token_revoke, token_user
 from tracing.labels import LabelError, Labels, apply_patch
 from tracing.models import ApiToken, get_run_model
@@ -238,19 +240,25 @@ def _varint(number: int) -> bytes:
             return bytes(out)
 
 
-def _otlp_reply(proto: bool, status: int, message: str = "", *, rejected: int = 0) -> HttpResponse:
-    """ExportTraceServiceResponse on success, google.rpc.Status on failure, in the request's encoding."""
+def _otlp_reply(proto: bool, status: int, message: str = "", *, rejected: int = 0,
+                logs: bool = False) -> HttpResponse:
+    """Export{Trace,Logs}ServiceResponse on success, google.rpc.Status on failure, in the request's encoding."""
     if status == 200:
         if proto:
-            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+            if logs:
+                from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 
-            response = ExportTraceServiceResponse()
+                response = ExportLogsServiceResponse()
+            else:
+                from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+                response = ExportTraceServiceResponse()
             if rejected or message:
-                response.partial_success.rejected_spans = rejected
+                setattr(response.partial_success, "rejected_log_records" if logs else "rejected_spans", rejected)
                 response.partial_success.error_message = message
             return HttpResponse(response.SerializeToString(), content_type=PROTOBUF)
-        body = {"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": message}} if (
-            rejected or message) else {}
+        count = "rejectedLogRecords" if logs else "rejectedSpans"
+        body = {"partialSuccess": {count: str(rejected), "errorMessage": message}} if (rejected or message) else {}
         return JsonResponse(body)
     code = _RPC_CODES.get(status, 3)
     if proto:
@@ -265,24 +273,33 @@ def _otlp_reply(proto: bool, status: int, message: str = "", *, rejected: int = 
     return response
 
 
+def _otlp_body(request: HttpRequest) -> tuple[ApiToken, bool, bytes, bool]:
+    """The token, whether the body is protobuf, the body, and whether to analyse (OTLP's common checks)."""
+    content_type = request.content_type or ""
+    proto = content_type in (PROTOBUF, "application/protobuf")
+    token = _authenticate(request)
+    require_token_role(token, Role.REVIEWER)
+    if not proto and content_type != "application/json":
+        raise ApiError(f"Content-Type must be {PROTOBUF} or application/json, not {content_type or 'missing'}", 415)
+    # A backfill may defer the per-run analysis (`manage.py analyse --source otlp` later).
+    analyse = request.headers.get("X-Agentlab-Analyse", "true").strip().lower() not in ("false", "0", "no")
+    return token, proto, _read_body(request), analyse
+
+
+def _is_proto(request: HttpRequest) -> bool:
+    return (request.content_type or "") in (PROTOBUF, "application/protobuf")
+
+
 @csrf_exempt
 @require_POST
 def otlp_traces(request: HttpRequest) -> HttpResponse:
-    content_type = request.content_type or ""
-    proto = content_type in (PROTOBUF, "application/protobuf")
+    proto = _is_proto(request)
     try:
-        token = _authenticate(request)
-        require_token_role(token, Role.REVIEWER)
-        if not proto and content_type != "application/json":
-            raise ApiError(f"Content-Type must be {PROTOBUF} or application/json, not {content_type or 'missing'}",
-                           415)
-        body = _read_body(request)
+        token, proto, body, analyse = _otlp_body(request)
         try:
             spans = decode_protobuf(body) if proto else decode_json(load_json(body))
         except OtlpError as exc:
             raise ApiError(str(exc)) from exc
-        # A backfill may defer the per-run analysis (`manage.py analyse --source otlp` later).
-        analyse = request.headers.get("X-Agentlab-Analyse", "true").strip().lower() not in ("false", "0", "no")
         try:
             result = services.otlp_ingest(owner=token.user, project_id=token.project_id, spans=spans,
                                           analyse=analyse)
@@ -301,6 +318,31 @@ def otlp_traces(request: HttpRequest) -> HttpResponse:
     except ApiError as exc:
         return _otlp_reply(proto, exc.status, str(exc))
     return _otlp_reply(proto, 200, result.message(), rejected=result.rejected)
+
+
+@csrf_exempt
+@require_POST
+def otlp_logs(request: HttpRequest) -> HttpResponse:
+    """GenAI log events (the messages of model calls), joined to their spans whichever arrives first."""
+    proto = _is_proto(request)
+    try:
+        token, proto, body, analyse = _otlp_body(request)
+        try:
+            batch = decode_logs_protobuf(body) if proto else decode_logs_json(load_json(body))
+        except OtlpError as exc:
+            raise ApiError(str(exc)) from exc
+        try:
+            result = services.otlp_logs_ingest(owner=token.user, project_id=token.project_id, batch=batch,
+                                               analyse=analyse)
+        except ApiError:
+            raise
+        except services.UNREADABLE as exc:
+            log.exception("OTLP batch of %d log records refused as a partial success", batch.records)
+            return _otlp_reply(proto, 200, f"the log records could not be read: {str(exc)[:200]}",
+                               rejected=batch.records, logs=True)
+    except ApiError as exc:
+        return _otlp_reply(proto, exc.status, str(exc), logs=True)
+    return _otlp_reply(proto, 200, result.rejected_reason, rejected=result.rejected, logs=True)
 
 
 @require_GET
@@ -332,6 +374,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
     return render(request, "tracing/tokens.html", {
         "tokens": tokens, "project": admin.project, "created": created, "error": error,
         "otlp_url": request.build_absolute_uri("/v1/traces"),
+        "otlp_logs_url": request.build_absolute_uri("/v1/logs"),
     }, status=400 if error else 200)
 
 

@@ -398,3 +398,28 @@ class GuardMemo(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} memo {self.kind}:{self.digest}"
+
+
+class PendingEvent(models.Model):
+    """A GenAI log event whose span has not arrived yet (OTLP sends logs and
+    spans apart, in either order). Joined to the span, and deleted, when it
+    comes; ``manage.py closetraces`` drops the ones whose span never did."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    # genai_events.event_key: an exporter's resend is stored once.
+    key = models.CharField(max_length=32)
+    event = models.JSONField()
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "owner", "trace_id", "span_id", "key"],
+                                    name="pending_event_uniq"),
+        ]
+        indexes = [models.Index(fields=["received_at"], name="pending_event_received_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.event.get('name', 'event')} for span {self.span_id}"

@@ -173,6 +173,12 @@ json_span = st.fixed_dictionaries({
     "attributes": st.lists(attribute, max_size=6),
     "status": st.one_of(st.just({}), st.fixed_dictionaries({"code": st.sampled_from([0, 1, 2, "STATUS_CODE_ERROR", 9]),
                                                             "message": odd_text})),
+    # Span events: the standard `exception` one names a failure's cause.
+    "events": st.one_of(st.lists(st.fixed_dictionaries({
+        "name": st.one_of(st.just("exception"), odd_text),
+        "attributes": st.lists(st.fixed_dictionaries({"key": st.sampled_from(
+            ["exception.type", "exception.message", "exception.stacktrace"]), "value": any_value}), max_size=3),
+    }), max_size=2), odd_text, st.just(None)),
 })
 json_body = st.one_of(
     st.builds(lambda spans: {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}, st.lists(json_span, max_size=5)),

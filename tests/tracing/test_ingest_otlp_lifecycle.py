@@ -60,7 +60,7 @@ def test_a_trace_whose_root_never_comes_is_ended_by_closetraces(post):
     assert run.status == "running"
     call_command("closetraces", older_than=0)
     run.refresh_from_db()
-    assert run.status == "finished" and run.success is True
+    assert run.status == "finished" and run.success is None  # a final answer is not a correct one: unscored
     assert "root span never arrived" in run.reason
     # The model's last plain answer became the one final, in place.
     assert [k for _, k, _, _ in _steps(run)] == ["action", "observation", "final"]
@@ -124,3 +124,20 @@ def test_a_looping_trace_gets_the_default_policy_replayed_shown_and_filtered(pos
     assert "intervention-band replayed" in page and "replayed" in page
     listed = client.get("/runs/?detector=repetition").content.decode()
     assert run.get_absolute_url() in listed
+
+
+@pytest.mark.parametrize(("said", "success", "shown"), [(None, None, "unscored"), (True, True, "✓ correct"),
+                                                       ("false", False, "✗ wrong")])
+def test_a_trace_is_unscored_unless_it_says_its_outcome(post, auth_client, said, success, shown):
+    # The same rule as the client's: a final answer is not a correct one.
+    spans = _agent_trace()
+    if said is not None:
+        spans[-1]["attrs"]["agentlab.success"] = said
+    assert post(_proto(spans)).status_code == 200
+    run = Run.objects.get(source="otlp")
+    assert run.status == "finished" and run.final_answer == "21 C"
+    assert run.success is success
+    page = auth_client.get(run.get_absolute_url()).content.decode()
+    assert shown in page
+    if success is not True:
+        assert "✓ correct" not in page

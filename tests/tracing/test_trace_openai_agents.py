@@ -5,6 +5,7 @@ scripted model and a live agentlab."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 INSTRUCTIONS = "You are a careful calculator agent."
 
 
-def _run(live_server, user, script, *, streamed: bool = False):
+def _run(live_server, user, script, *, streamed: bool = False, requests: list | None = None):
     from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_trace_processors
     from openai import AsyncOpenAI
     from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
@@ -53,14 +54,20 @@ def _run(live_server, user, script, *, streamed: bool = False):
             return Runner.run_sync(agent, fw.TASK, max_turns=20).final_output
         finally:
             instrumentor.uninstrument()
+            if requests is not None:
+                requests.extend(model.requests)
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "streamed"])
 def test_normal_run_the_plain_answer_is_the_one_final(live_server, user, streamed):
-    assert _run(live_server, user, fw.NORMAL, streamed=streamed) == fw.ANSWER
+    requests: list = []
+    assert _run(live_server, user, fw.NORMAL, streamed=streamed, requests=requests) == fw.ANSWER
     run = fw.only_run()
-    fw.assert_finished(run, answer=fw.ANSWER, actions=1)
+    steps = fw.assert_finished(run, answer=fw.ANSWER, actions=1)
     assert run.settings["agent"] == "calc-agent"
+    # Streamed too: the tokens the model reported, on each call's first step (never 0).
+    assert [(s.kind, s.prompt_tokens, s.completion_tokens) for s in steps if s.kind != "observation"] == [
+        ("action", len(json.dumps(requests[0])) // 4, 7), ("final", len(json.dumps(requests[1])) // 4, 7)]
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "streamed"])

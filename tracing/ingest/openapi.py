@@ -244,6 +244,20 @@ def _paths() -> dict[str, Any]:
                 "200": {"description": "ExportTraceServiceResponse (partialSuccess when spans were refused)"},
                 **_ERRORS, "415": {"description": "not application/x-protobuf or application/json"}},
         }},
+        "/v1/logs": {"post": {
+            "summary": "OTLP/HTTP logs (protobuf or JSON): GenAI events (gen_ai.*.message, gen_ai.choice, "
+                       "gen_ai.client.inference.operation.details) join their model call's span, whichever "
+                       "arrives first",
+            "requestBody": {"required": True, "content": {
+                "application/x-protobuf": {"schema": {"type": "string", "format": "binary",
+                                                      "description": "ExportLogsServiceRequest"}},
+                "application/json": {"schema": {"type": "object",
+                                                "description": "ExportLogsServiceRequest, OTLP JSON encoding"}}}},
+            "responses": {
+                "200": {"description": "ExportLogsServiceResponse (partialSuccess counts the records not kept: "
+                                       "not GenAI events, or without a trace and span id)"},
+                **_ERRORS, "415": {"description": "not application/x-protobuf or application/json"}},
+        }},
     }
 
 

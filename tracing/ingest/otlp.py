@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tracing import shown_json
-from tracing.ingest import payloads
+from tracing.ingest import genai_events, payloads
 from tracing.ingest.otlp_labels import LABEL_ATTRS
 from tracing.model_calls import MEDIA_KINDS, ModelCallRecord, media_part, prompt_segments
 from tracing.steps import Step
@@ -54,6 +54,12 @@ TOOL_CHARS = 120
 # Tool calls that end the run with an answer rather than act on the world
 # (agentlab's own `finish`, the ReAct paper's `Finish[...]`, smolagents' `final_answer`).
 FINISH_TOOLS = frozenset({"finish", "final_answer", "final-answer", "submit_final_answer"})
+
+# A trace's own word on its outcome (true / false) on any span, the root's
+# usually; without it an OTLP run is unscored, as a client's run is.
+SUCCESS_ATTR = "agentlab.success"
+# TraceState.tool_actions keeps this many call ids.
+MAX_TOOL_ACTIONS = 256
 
 _HEX = frozenset("0123456789abcdef")
 _FINAL_RE = re.compile(r"Final Answer[ \t]*:[ \t]*(.*)", re.S | re.I)
@@ -89,6 +95,21 @@ class Span:
     # The resource's label attributes (tag.tags, metadata, session.id,
     # user.id): an SDK often sets them once per process, not on each span.
     resource_labels: dict[str, Any] = field(default_factory=dict)
+    # GenAI log events joined to this span (tracing.ingest.genai_events), as
+    # received: the messages, when the instrumentation logs them instead.
+    events: list[dict[str, Any]] = field(default_factory=list)
+    # The span's standard ``exception`` event as "Type: message": often the only
+    # place a failed tool call's cause is named.
+    exception: str = ""
+    # Keys of ``attrs`` that ``events`` stand for: derived again, never stored.
+    derived: list[str] = field(default_factory=list)
+
+    def join(self, events: Iterable[dict[str, Any]]) -> None:
+        """Add GenAI log events; the attributes they stand for are derived again from all of them."""
+        raw = {k: v for k, v in self.attrs.items() if k not in self.derived}
+        have = {e.get("key") for e in self.events}
+        self.events = genai_events.ordered([*self.events, *(e for e in events if e.get("key") not in have)])
+        self.attrs, self.derived = genai_events.joined(raw, self.events)
 
     @property
     def duration_ms(self) -> float:
@@ -97,14 +118,23 @@ class Span:
     def to_payload(self) -> dict[str, Any]:
         # Not dataclasses.asdict: it deep-copies every attribute value, a third
         # of an OTLP request's time; attrs is this span's own dict already.
-        return {"trace_id": self.trace_id, "span_id": self.span_id, "parent_id": self.parent_id, "name": self.name,
-                "start_ns": self.start_ns, "end_ns": self.end_ns, "attrs": self.attrs, "status": self.status,
-                "status_message": self.status_message, "service": self.service,
-                "resource_labels": self.resource_labels}
+        attrs = {k: v for k, v in self.attrs.items() if k not in self.derived} if self.derived else self.attrs
+        payload = {"trace_id": self.trace_id, "span_id": self.span_id, "parent_id": self.parent_id,
+                   "name": self.name, "start_ns": self.start_ns, "end_ns": self.end_ns, "attrs": attrs,
+                   "status": self.status, "status_message": self.status_message, "service": self.service,
+                   "resource_labels": self.resource_labels}
+        if self.events:
+            payload["events"] = self.events
+        if self.exception:
+            payload["exception"] = self.exception
+        return payload
 
     @classmethod
     def from_payload(cls, data: dict[str, Any]) -> Span:
-        return cls(**data)
+        span = cls(**data)
+        if span.events:
+            span.attrs, span.derived = genai_events.joined(span.attrs, span.events)
+        return span
 
 
 _STATUS_CODES = {0: "unset", 1: "ok", 2: "error", "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok",
@@ -197,9 +227,21 @@ def decode_protobuf(body: bytes) -> list[Span]:
                         status_message=_cap(sp.status.message),
                         service=service,
                         resource_labels=resource_labels,
+                        exception=_exception_text(
+                            {kv.key: _any_pb(kv.value, f"{where}.events[{ei}].attributes[{kv.key!r}]")
+                             for kv in ev.attributes} for ei, ev in enumerate(sp.events) if ev.name == "exception"),
                     )
                 )
     return spans
+
+
+def _exception_text(events: Iterable[dict[str, Any]]) -> str:
+    """The last ``exception`` span event as "Type: message" (the conventions' exception.* attributes)."""
+    text = ""
+    for attrs in events:
+        kind, message = _text(attrs.get("exception.type")).strip(), _text(attrs.get("exception.message")).strip()
+        text = f"{kind}: {message}" if kind and message else kind or message or text
+    return _cap(text)
 
 
 def _list(obj: dict, key: str, where: str, *aliases: str) -> list:
@@ -341,9 +383,20 @@ def decode_json(data: Any) -> list[Span]:
                         status_message=_cap(message),
                         service=service,
                         resource_labels=resource_labels,
+                        exception=_exception_text(_span_events_json(sp, where)),
                     )
                 )
     return spans
+
+
+def _span_events_json(span: dict, where: str) -> list[dict[str, Any]]:
+    found = []
+    for i, event in enumerate(_list(span, "events", where)):
+        event = _obj(event, f"{where}.events[{i}]")
+        if event.get("name") == "exception":
+            found.append(_attributes_json(_list(event, "attributes", f"{where}.events[{i}]"),
+                                          f"{where}.events[{i}].attributes"))
+    return found
 
 
 # --- classification and message extraction --------------------------------------
@@ -546,6 +599,8 @@ def _genai_messages(value: Any) -> list[dict]:
                 msg["media"].append(_genai_media(part))
             elif kind == "tool_call_response":
                 msg["tool_call_id"] = str(part.get("id") or "")
+                if "response" not in part and "result" not in part:
+                    msg["captured"] = False  # the id without the result: content capture is off
                 response = part.get("response", part.get("result"))
                 if isinstance(response, dict) and ("error" in response or response.get("status") == "error"):
                     msg["status"] = "error"
@@ -677,7 +732,7 @@ def call_record(span: Span, step_index: int, inputs: list[dict], outputs: list[d
             messages.insert(0, {"role": "system", "content": text})
     return ModelCallRecord(
         step_index=step_index, api=api, messages=messages, params=params, response=_call_response(attrs, outputs),
-        error=(span.status_message or "the model call failed") if span.status == "error" else "",
+        error=(_cause(span) or "the model call failed") if span.status == "error" else "",
         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_ms=span.duration_ms)
 
 
@@ -721,6 +776,12 @@ class TraceState:
     # When the latest batch arrived (Unix seconds): a trace whose root never
     # ends is closed INGEST_TRACE_TIMEOUT_S after it.
     seen_at: float = 0.0
+    # Call ids of the latest actions that a tool span made on its own (no
+    # model call had announced them): the model call, if it comes later, joins
+    # them. Bounded: a call's model call comes within a few batches.
+    tool_actions: list[str] = field(default_factory=list)
+    # The trace's own outcome (`agentlab.success` on a span): None unless it says.
+    success: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -742,10 +803,41 @@ def order_key(span: Span, kind: str | None = None) -> int:
     return span.end_ns if kind in ("agent", "chain") else span.start_ns
 
 
+def _tool_call_id(span: Span) -> str:
+    return str(_first(span.attrs, ("gen_ai.tool.call.id", "tool_call.id")) or "")
+
+
+def announced_calls(span: Span) -> list[str]:
+    """The tool-call ids a model call's answer holds."""
+    return [c["id"] for m in _messages(span.attrs, "output") for c in m["calls"] if c["id"]]
+
+
+def ordered_spans(spans: Iterable[Span]) -> list[tuple[Span, str, int]]:
+    """(span, kind, position) in the order they speak.
+
+    A tool span that runs a call a model call made in the same batch is put
+    right after that model call whatever the clocks say: both may start in
+    the same millisecond (coarse clocks, exporters that round), or the tool
+    span may even start first (clock skew between processes), and the call
+    must still be one action followed by its result.
+    """
+    tagged = [(s, k, order_key(s, k)) for s in spans for k in (classify(s),)]
+    by_call = {cid: i for i, (s, k, _) in enumerate(tagged) if k == "tool" and (cid := _tool_call_id(s))}
+    after: dict[int, int] = {}  # tool span position in tagged -> its model call's key
+    if by_call:
+        for span, kind, key in tagged:
+            if kind == "llm":
+                for cid in announced_calls(span):
+                    i = by_call.get(cid)
+                    if i is not None and tagged[i][2] <= key:
+                        after[i] = key
+    order = sorted(range(len(tagged)), key=lambda i: (after.get(i, tagged[i][2]), i in after, tagged[i][0].start_ns,
+                                                       tagged[i][0].span_id))
+    return [(tagged[i][0], tagged[i][1], after.get(i, tagged[i][2])) for i in order]
+
+
 def sort_spans(spans: Iterable[Span]) -> list[tuple[Span, str]]:
-    tagged = [(s, classify(s)) for s in spans]
-    tagged.sort(key=lambda t: (order_key(t[0], t[1]), t[0].start_ns, t[0].span_id))
-    return tagged
+    return [(span, kind) for span, kind, _ in ordered_spans(spans)]
 
 
 def produces_steps(span: Span, kind: str) -> bool:
@@ -820,6 +912,19 @@ def _finish_answer(args: Any) -> str:
         if len(args) == 1:
             return _text(next(iter(args.values())))
     return _text(args)
+
+
+def _outcome(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def _cause(span: Span) -> str:
+    """Why a span failed: its status message, else its `exception` event (pydantic-ai records only that)."""
+    return span.status_message or span.exception
 
 
 def _stopped(attrs: dict) -> bool:
@@ -897,7 +1002,7 @@ class _Mapper:
         self.output_steps(span, outputs, turn)
         meta = {"span_id": span.span_id}
         if span.status == "error":
-            reason = span.status_message or "the model call failed"
+            reason = _cause(span) or "the model call failed"
             turn.append(self.emit("error", reason, meta={"source": "model", "reason": reason, **meta}))
         if not turn:
             # Content capture is opt-in: the call still costs tokens and time.
@@ -945,6 +1050,8 @@ class _Mapper:
                 latency = 0.0
             meta = {"status": _observation_status(msg["content"], msg.get("status", "")), "source": "llm_input",
                     "span_id": span.span_id}
+            if msg.get("captured") is False:
+                meta["content_captured"] = False
             if not call_id.startswith("_"):
                 meta["tool_call_id"] = call_id
             self.emit("observation", msg["content"], tool=tool, meta=meta, latency_ms=latency)
@@ -980,7 +1087,9 @@ class _Mapper:
             for call in calls:
                 self.call_steps(call, span, turn)
             return
-        if not outputs:
+        if not thought and not any(m.get("media") for m in outputs):
+            # Nothing but a role (an event logged without its content): as
+            # though content capture were off, which it was.
             return
         final = _FINAL_RE.search(thought)
         action = _ACTION_RE.search(thought)
@@ -1007,8 +1116,9 @@ class _Mapper:
     def tool(self, span: Span) -> None:
         attrs = span.attrs
         name = str(_first(attrs, ("tool.name", "gen_ai.tool.name")) or span.name or "unknown")
-        raw_args = _first(attrs, ("gen_ai.tool.call.arguments", "input.value"))
-        result = _first(attrs, ("gen_ai.tool.call.result", "output.value"))
+        # tool_arguments / tool_response: pydantic-ai's names before the conventions had theirs.
+        raw_args = _first(attrs, ("gen_ai.tool.call.arguments", "input.value", "tool_arguments"))
+        result = _first(attrs, ("gen_ai.tool.call.result", "output.value", "tool_response"))
         text, result_status, result_call_id = payloads.tool_result(result) if result is not None else ("", "", "")
         call_id = str(_first(attrs, ("gen_ai.tool.call.id", "tool_call.id")) or result_call_id or "")
         if name.lower() in FINISH_TOOLS and not (call_id and call_id in self.state.open_calls):
@@ -1019,6 +1129,8 @@ class _Mapper:
             return
         taken = self.take_call(call_id, name, fifo=False)
         if taken is None:
+            if call_id:
+                self.state.tool_actions = [*self.state.tool_actions[-(MAX_TOOL_ACTIONS - 1):], call_id]
             args = payloads.tool_args(raw_args)
             shown = "" if args is None else args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
             self.emit("action", f"{name}({shown})", tool=name, args=args,
@@ -1027,12 +1139,14 @@ class _Mapper:
                                 "span_id": span.span_id}
         if call_id:
             meta["tool_call_id"] = call_id
-        if span.status == "error" and span.status_message:
-            # The instrumentation's status message is often the only place the
-            # exception is named: show it as the cause.
-            meta["cause"] = span.status_message
-            if span.status_message not in text:
-                text = f"{text}\n{span.status_message}".strip()
+        cause = _cause(span)
+        if span.status == "error" and cause:
+            # The instrumentation's status message, or else the standard
+            # `exception` event, is often the only place the exception is named:
+            # show it as the cause.
+            meta["cause"] = cause
+            if cause not in text:
+                text = f"{text}\n{cause}".strip()
         if result is None and span.status != "error":
             if call_id:
                 # GenAI spans without content: the next model call's input may carry the result.
@@ -1051,7 +1165,7 @@ class _Mapper:
         self.flush_awaiting(None)
         candidate = self.state.candidate
         if span.status == "error":
-            reason = span.status_message or f"span {span.name!r} ended with an error"
+            reason = _cause(span) or f"span {span.name!r} ended with an error"
             self.emit("error", reason, meta={"source": "agent", "reason": reason, "span_id": span.span_id})
         elif not self.state.final:
             answer = payloads.answer_text(output).strip() if output is not None else ""
@@ -1089,10 +1203,13 @@ def map_spans(spans: Iterable[Span], state: TraceState) -> list[Step]:
 def map_trace(spans: Iterable[Span], state: TraceState) -> tuple[list[Step], list[ModelCallRecord]]:
     """map_spans, with the model calls the LLM spans describe (at their turn's first step)."""
     mapper = _Mapper(state)
-    for span, kind in sort_spans(spans):
+    for span, kind, key in ordered_spans(spans):
+        said = _outcome(span.attrs.get(SUCCESS_ATTR))
+        if said is not None:
+            state.success = said
         if not produces_steps(span, kind):
             continue
-        state.last_key = max(state.last_key, order_key(span, kind))
+        state.last_key = max(state.last_key, key)
         if kind == "llm":
             mapper.llm(span)
         elif kind == "tool":
@@ -1117,9 +1234,14 @@ def end_trace(state: TraceState) -> list[Step]:
 
 def needs_rebuild(spans: Iterable[Span], state: TraceState) -> bool:
     """True when a new span belongs before steps already written."""
-    return any(
-        produces_steps(span, kind) and order_key(span, kind) < state.last_key for span, kind in sort_spans(spans)
-    )
+    spans = list(spans)
+    if any(produces_steps(span, kind) and key < state.last_key for span, kind, key in ordered_spans(spans)):
+        return True
+    # A model call whose tool call an earlier batch's tool span already made
+    # an action of (same millisecond, or the tool span sent first): the two
+    # are one action, put in order once.
+    return bool(state.tool_actions) and any(
+        cid in state.tool_actions for span in spans if classify(span) == "llm" for cid in announced_calls(span))
 
 
 def has_root(spans: Iterable[Span]) -> bool:

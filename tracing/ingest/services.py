@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from celery import current_app
 from django.conf import settings as django_settings
@@ -28,6 +28,7 @@ from tracing.guard import (
     guard_stop_end,
     stop_reason,
 )
+from tracing.ingest.genai_events import event_key
 from tracing.ingest.jsonapi import ApiError, Finish, RunRequest
 from tracing.ingest.otlp import (
     Span,
@@ -42,6 +43,7 @@ from tracing.ingest.otlp import (
     produces_steps,
 )
 from tracing.ingest.otlp_labels import labels_from_attributes, labels_merged, span_label_sources
+from tracing.ingest.otlp_logs import LogBatch
 from tracing.ingest.writes import (
     Appended,
     append_steps,
@@ -58,7 +60,7 @@ from tracing.ingest.writes import (
 )
 from tracing.labels import Labels
 from tracing.model_calls import ModelCallRecord
-from tracing.models import ExternalRun, IngestedSpan, Step, get_run_model
+from tracing.models import ExternalRun, IngestedSpan, PendingEvent, Step, get_run_model
 from tracing.recorder import add_to_summaries, clean_text, clean_value
 from tracing.signals import send_run_ended
 from tracing.steps import Step as StepRecord
@@ -332,10 +334,9 @@ def _by_trace(spans: Sequence[Span], result: OtlpResult) -> dict[str, dict[str, 
     return by_trace
 
 
-def _traces(owner, project_id: int, by_trace: dict[str, dict[str, Span]]) -> tuple[dict[str, ExternalRun], set[str]]:
-    """Each trace's ExternalRun (locked), those new to this request created with their runs."""
-    known = locked_external_runs(owner=owner, project_id=project_id, source=ExternalRun.Source.OTLP,
-                                 external_ids=list(by_trace))
+def _traces(owner, project_id: int, by_trace: dict[str, dict[str, Span]],
+            known: dict[str, ExternalRun]) -> set[str]:
+    """Create the runs of the traces new to this request (``known`` gains their ExternalRuns)."""
     fresh = [(tid, _new_otlp_run(owner, project_id, tid, list(s.values())))
              for tid, s in by_trace.items() if tid not in known]
     copy_objects([run for _, run in fresh])
@@ -343,7 +344,26 @@ def _traces(owner, project_id: int, by_trace: dict[str, dict[str, Span]]) -> tup
                            run=run) for tid, run in fresh]
     copy_objects(created)
     known.update((ext.external_id, ext) for ext in created)
-    return known, {tid for tid, _ in fresh}
+    return {tid for tid, _ in fresh}
+
+
+def _join_pending(owner, project_id: int, new: dict[str, dict[str, Span]]) -> None:
+    """GenAI log events that arrived before their span join it now (and are no longer pending)."""
+    span_ids = list({sid for spans in new.values() for sid in spans})
+    if not span_ids:
+        return
+    rows = list(PendingEvent.objects.filter(owner=owner, project_id=project_id, trace_id__in=list(new),
+                                            span_id__in=span_ids).order_by("pk")
+                .values_list("pk", "trace_id", "span_id", "event"))
+    joined: dict[tuple[str, str], list[dict]] = {}
+    for _pk, trace_id, span_id, event in rows:
+        if span_id in new.get(trace_id, {}):
+            joined.setdefault((trace_id, span_id), []).append(event)
+    for (trace_id, span_id), events in joined.items():
+        new[trace_id][span_id].join(events)
+    used = [pk for pk, trace_id, span_id, _ in rows if (trace_id, span_id) in joined]
+    if used:
+        PendingEvent.objects.filter(pk__in=used).delete()
 
 
 def _stored_spans(ext: ExternalRun) -> list[Span]:
@@ -442,9 +462,16 @@ def otlp_ingest(*, owner, project_id: int, spans: Sequence[Span], analyse: bool 
     writes = _Writes()
     with transaction.atomic():
         fast_commit()
-        known, fresh = _traces(owner, project_id, by_trace)
-        old = [tid for tid in by_trace if tid not in fresh]
+        # The trace's lock first: a concurrent log request for it waits, so
+        # each event is joined exactly once (here, or there to a stored span).
+        known = locked_external_runs(owner=owner, project_id=project_id, source=ExternalRun.Source.OTLP,
+                                     external_ids=list(by_trace))
+        old = [tid for tid in by_trace if tid in known]
         stored = stored_span_ids([known[tid].pk for tid in old], [sid for tid in old for sid in by_trace[tid]])
+        _join_pending(owner, project_id, {
+            tid: {sid: s for sid, s in spans.items() if tid not in known or (known[tid].pk, sid) not in stored}
+            for tid, spans in by_trace.items()})
+        _traces(owner, project_id, by_trace, known)
         for trace_id, trace_spans in by_trace.items():
             ext = known[trace_id]
             new = [s for s in trace_spans.values() if (ext.pk, s.span_id) not in stored]
@@ -455,6 +482,134 @@ def otlp_ingest(*, owner, project_id: int, spans: Sequence[Span], analyse: bool 
     if analyse:
         runs_ended_later(writes.ended)
     return result
+
+
+@dataclass
+class LogsResult:
+    accepted: int = 0  # events joined to a stored span or kept until it comes
+    duplicates: int = 0
+    rejected: int = 0
+    rejected_reason: str = ""
+    run_ids: list[int] = field(default_factory=list)
+
+
+def _keyed(events: Sequence[dict]) -> dict[tuple[str, str], list[dict]]:
+    """The request's events by (trace, span), each given the key that tells a resend."""
+    by_span: dict[tuple[str, str], list[dict]] = {}
+    seen: dict[tuple[str, str, str], int] = {}
+    for event in events:
+        where = (event["trace_id"], event["span_id"])
+        record = {k: event[k] for k in ("name", "time_ns", "attrs", "body")}
+        first = event_key(record, 0)
+        occurrence = seen[(*where, first)] = seen.get((*where, first), -1) + 1
+        record["key"] = event_key(record, occurrence) if occurrence else first
+        by_span.setdefault(where, []).append(record)
+    return by_span
+
+
+def otlp_logs_ingest(*, owner, project_id: int, batch: LogBatch, analyse: bool = True) -> LogsResult:
+    """GenAI log events -> the spans they belong to, whichever arrived first.
+
+    An event whose span is stored joins it, and the trace's steps are derived
+    again with the messages it brought (at once when the trace has ended;
+    else once, when its root arrives, as for a span out of order); an event
+    whose span has not arrived waits for it in PendingEvent, in Postgres.
+    """
+    result = LogsResult(rejected=batch.not_genai + batch.unjoinable, rejected_reason=batch.message())
+    by_span = _keyed(batch.events)
+    trace_ids = sorted({tid for tid, _ in by_span})
+    ended: list[int] = []
+    with transaction.atomic():
+        fast_commit()
+        known = locked_external_runs(owner=owner, project_id=project_id, source=ExternalRun.Source.OTLP,
+                                     external_ids=trace_ids)
+        by_pk = {ext.pk: ext for ext in known.values()}
+        rows = list(IngestedSpan.objects.filter(trace_id__in=list(by_pk), span_id__in=list({s for _, s in by_span}))
+                    .only("pk", "trace_id", "span_id", "payload")) if by_pk else []
+        touched: dict[int, list[Span]] = {}
+        changed = []
+        for row in rows:
+            ext = by_pk[row.trace_id]
+            events = by_span.pop((ext.external_id, row.span_id), None)
+            if events is None:
+                continue
+            span = Span.from_payload(row.payload)
+            had = len(span.events)
+            span.join(events)
+            added = len(span.events) - had
+            result.accepted += added
+            result.duplicates += len(events) - added
+            if added:
+                row.payload = clean_value(span.to_payload())
+                changed.append(row)
+                touched.setdefault(ext.pk, []).append(span)
+        IngestedSpan.objects.bulk_update(changed, ["payload"], batch_size=500)
+        waiting = [(tid, sid, e) for (tid, sid), events in by_span.items() for e in events]
+        have = set(PendingEvent.objects.filter(
+            owner=owner, project_id=project_id, trace_id__in=trace_ids, key__in=[e["key"] for *_, e in waiting])
+            .values_list("trace_id", "span_id", "key")) if waiting else set()
+        pending = [PendingEvent(owner=owner, project_id=project_id, trace_id=tid, span_id=sid, key=e["key"],
+                                event=clean_value(e)) for tid, sid, e in waiting if (tid, sid, e["key"]) not in have]
+        # A concurrent resend of the same batch stores it once (the unique key).
+        PendingEvent.objects.bulk_create(pending, ignore_conflicts=True)
+        result.accepted += len(pending)
+        result.duplicates += len(waiting) - len(pending)
+        live = []
+        for ext_pk, spans in touched.items():
+            ext = by_pk[ext_pk]
+            result.run_ids.append(ext.run_id)
+            state = TraceState.from_dict(ext.state)
+            if state.finished:
+                _events_joined(ext, ended)
+            else:
+                # Steps already written lack these messages: the trace is derived
+                # once, in order, when its root arrives (as for a span out of order).
+                state.deferred = True
+                live.append((ext.pk, state.to_dict(), 0))
+                _run_fields_from(ext, spans)
+        save_states(live)
+    if analyse:
+        runs_ended_later(ended)
+    return result
+
+
+def _events_joined(ext: ExternalRun, ended: list[int]) -> None:
+    """Stored spans of an ended trace gained messages: its steps are derived again."""
+    spans = _stored_spans(ext)
+    reset_steps(ext.run_id)
+    state = TraceState(seen_at=TraceState.from_dict(ext.state).seen_at)
+    steps, calls = map_trace(spans, state)
+    if not state.finished:  # ended by the trace timeout, its root never came
+        steps += end_trace(state)
+    write_new_steps([(ext.run_id, steps)])
+    calls_record([(ext.run_id, calls)])
+    add_to_summaries([(ext.run_id, RunSummary.of(steps))])
+    promote_finals([(ext.run_id, state.promote)])
+    state.promote = []
+    save_states([(ext.pk, state.to_dict(), 0)])
+    _run_fields_from(ext, spans)
+    run = type(ext.run).objects.only("status", "finished_at", "reason").get(pk=ext.run_id)
+    # The reason stays, unless it was the missing answer the messages now give.
+    reason = "" if run.reason == NO_FINAL_REASON else run.reason
+    row = _finish_row(ext.run_id, state, run.finished_at or timezone.now(), reason)
+    # How the run ended stays as it was (the spans did not change, only their messages).
+    finish_runs([(row[0], run.status, *row[2:])], live_only=False)
+    ended.append(ext.run_id)
+
+
+def _run_fields_from(ext: ExternalRun, spans: Sequence[Span]) -> None:
+    """The prompt, system prompt and model a trace's messages name, where the run lacks them."""
+    run = ext.run
+    info = describe(spans)
+    fields: dict = {}
+    if info.prompt and not run.prompt:
+        fields["prompt"] = clean_text(info.prompt)
+    if info.system and not (run.context or {}).get("system"):
+        fields["context"] = clean_value({**(run.context or {}), "system": info.system})
+    if run.model_name == UNKNOWN_MODEL and info.model:
+        fields["model_name"] = clean_text(info.model)[:120]
+    if fields:
+        type(run).objects.filter(pk=run.pk).update(**fields)
 
 
 def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_finished: bool,
@@ -501,14 +656,19 @@ def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_fi
     return None
 
 
+NO_FINAL_REASON = "the trace ended without a final answer"
+
+
 def _finish_row(run_id: int, state: TraceState, finished_at: datetime, reason: str) -> tuple:
     """A finish_runs row. How a trace ended is known ("error" or not); whether
-    its answer was right is not: ``success`` only says whether it gave one."""
+    its answer was right is not, unless the trace says (``agentlab.success``):
+    a final answer is not a correct one, so ``success`` stays null, as for a
+    client's run that does not set it."""
     Run = get_run_model()
     if state.outcome == Run.Status.ERROR:
-        return (run_id, Run.Status.ERROR, state.final_answer, finished_at, None, reason)
-    return (run_id, Run.Status.FINISHED, state.final_answer, finished_at, state.final,
-            reason or ("" if state.final else "the trace ended without a final answer"))
+        return (run_id, Run.Status.ERROR, state.final_answer, finished_at, state.success, reason)
+    return (run_id, Run.Status.FINISHED, state.final_answer, finished_at, state.success,
+            reason or ("" if state.final else NO_FINAL_REASON))
 
 
 def runs_ended_later(run_ids: Sequence[int]) -> None:
@@ -545,6 +705,8 @@ def traces_close_stale(*, older_than_s: float | None = None, analyse: bool = Tru
         .values_list("pk", "state")
     )
     stale = [pk for pk, state in candidates if float((state or {}).get("seen_at") or 0) < cutoff]
+    # GenAI events whose span never came within the same timeout: no run will show them.
+    PendingEvent.objects.filter(received_at__lt=timezone.now() - timedelta(seconds=timeout)).delete()
     ended: list[int] = []
     for pk in stale:
         with transaction.atomic():

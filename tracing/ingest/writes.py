@@ -295,8 +295,9 @@ def save_states(rows: Sequence[tuple[int, dict, int]]) -> None:
         )
 
 
-def finish_runs(rows: Sequence[tuple[int, str, str, datetime, bool | None, str]]) -> None:
-    """(run id, status, final answer, finished at, success, reason) for runs still live, in one statement."""
+def finish_runs(rows: Sequence[tuple[int, str, str, datetime, bool | None, str]], *, live_only: bool = True) -> None:
+    """(run id, status, final answer, finished at, success, reason) for runs still live (or, not
+    ``live_only``, for ended runs whose steps were derived again), in one statement."""
     if not rows:
         return
     run_model = get_run_model()
@@ -307,9 +308,9 @@ def finish_runs(rows: Sequence[tuple[int, str, str, datetime, bool | None, str]]
             f"UPDATE {table} r SET status = v.status, final_answer = v.answer, finished_at = v.at, "
             "success = v.success, reason = v.reason "
             f"FROM (VALUES {values}) AS v(id, status, answer, at, success, reason) "
-            "WHERE r.id = v.id AND r.status = ANY(%s)",
+            "WHERE r.id = v.id AND (r.status = ANY(%s) OR NOT %s)",
             [*(v for row in rows for v in (row[0], row[1], clean_text(row[2]), row[3], row[4], clean_text(row[5]))),
-             [str(s) for s in run_model.LIVE_STATUSES]],
+             [str(s) for s in run_model.LIVE_STATUSES], live_only],
         )
 
 
