@@ -1,0 +1,208 @@
+"""The dashboard's figures read from the per-day rollups (runs.dashboard.models):
+sums over the period's rows, a few thousand at most, whatever the number of
+runs. The same figures as runs.dashboard.selectors computes from the runs
+(tests/runs/dashboard/test_rollups.py holds them equal); the step count's P95
+comes from the rollups' per-step-count buckets, which makes it exact.
+
+Filters a rollup row does not keep (a tag, metadata, a session) cannot be
+served here: `serves` says so and the page reads the runs instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+from typing import Any
+
+from django.db import connection
+
+from runs.dashboard import selectors
+from runs.launch.selectors import POLICY_OFF, RunFilters
+
+# The filters a rollup row can answer (its key, its day); `finished` and
+# `forks` are what every rollup row is already (ended runs, no forks).
+SERVED = {"since", "until", "task", "model", "mode", "policy"}
+_IMPLIED = {"finished": True, "forks": "no"}
+
+_ROWS = """
+SELECT r.day, t.slug AS task, r.model_name AS model, r.provider, p.name AS policy, r.runs, r.scored, r.successes,
+       r.over_max, r.interrupted, r.anchor_breaks, r.steps, r.prompt_tokens, r.completion_tokens, r.latency_ms,
+       r.counts
+FROM runs_dayrollup r LEFT JOIN runs_task t ON t.id = r.task_id LEFT JOIN runs_policy p ON p.id = r.policy_id
+WHERE {where}
+"""
+
+# The figures of runs.dashboard.selectors._AGGREGATE_SQL summed over rollup
+# rows, with the same GROUPING bits (steps is never grouped by here: the step
+# histogram is read from the counts). Averages are numeric sum / numeric count,
+# which is what Postgres' avg(integer) computes; counts are 0 over no rows, as count(*) is.
+_AGGREGATE_SQL = """
+SELECT ((GROUPING(day, task, model, policy) & 8) << 1) | 8 | (GROUPING(day, task, model, policy) & 7) AS gset,
+       day, NULL::int AS steps, task, model, policy,
+       coalesce(sum(runs), 0)::bigint AS runs, coalesce(sum(scored), 0)::bigint AS scored,
+       coalesce(sum(successes), 0)::bigint AS successes, coalesce(sum(over_max), 0)::bigint AS over_max,
+       coalesce(sum(interrupted), 0)::bigint AS interrupted, coalesce(sum(anchor_breaks), 0)::bigint AS anchor_breaks,
+       sum(steps)::numeric / sum(runs)::numeric AS mean_steps, NULL::int AS p95_steps,
+       sum(steps)::bigint AS total_steps, sum(prompt_tokens + completion_tokens)::numeric AS tokens,
+       sum(latency_ms) AS latency_ms
+FROM ({rows}) AS s
+GROUP BY GROUPING SETS ((), (day), (task), (model), (policy))
+"""
+
+# The step histogram per grouping set (for the P95s), from the h: counts.
+_HISTOGRAM_SQL = """
+SELECT ((GROUPING(day, task, model, policy) & 8) << 1) | 8 | (GROUPING(day, task, model, policy) & 7) AS gset,
+       day, task, model, policy, bucket AS steps, sum(n)::bigint AS n
+FROM (SELECT s.day, s.task, s.model, s.policy, substr(e.key, 3)::int AS bucket, e.value::bigint AS n
+      FROM ({rows}) AS s, jsonb_each_text(s.counts) AS e WHERE e.key LIKE 'h:%%') AS h
+GROUP BY GROUPING SETS ((bucket), (day, bucket), (task, bucket), (model, bucket), (policy, bucket))
+"""
+
+# Every other count summed over the period, as (kind, name, sum).
+_COUNTS_SQL = """
+SELECT split_part(e.key, ':', 1) AS kind, substr(e.key, strpos(e.key, ':') + 1) AS name, sum(e.value::numeric) AS n
+FROM ({rows}) AS s, jsonb_each_text(s.counts) AS e
+WHERE e.key NOT LIKE 'h:%%' AND e.key NOT LIKE 'g%%'
+GROUP BY 1, 2
+"""
+
+# The "by tag" table (runs.dashboard.selectors._BY_TAG_SQL) from the per-tag counts.
+_BY_TAG_SQL = """
+SELECT name AS tag, sum(n) FILTER (WHERE kind = 'g')::bigint AS runs,
+       coalesce(sum(n) FILTER (WHERE kind = 'gs'), 0)::bigint AS scored,
+       coalesce(sum(n) FILTER (WHERE kind = 'gc'), 0)::bigint AS successes,
+       coalesce(sum(n) FILTER (WHERE kind = 'gt'), 0) / sum(n) FILTER (WHERE kind = 'g') AS mean_steps,
+       coalesce(sum(n) FILTER (WHERE kind = 'go'), 0)::bigint AS over_max
+FROM (SELECT split_part(e.key, ':', 1) AS kind, substr(e.key, strpos(e.key, ':') + 1) AS name, e.value::numeric AS n
+      FROM ({rows}) AS s, jsonb_each_text(s.counts) AS e WHERE e.key LIKE 'g%%') AS t
+GROUP BY name ORDER BY runs DESC, tag LIMIT %s
+"""
+
+_COSTS_SQL = """
+SELECT task AS task__slug, model AS model_name, provider, policy AS policy__name, sum(prompt_tokens)::bigint AS ptok,
+       sum(completion_tokens)::bigint AS ctok
+FROM ({rows}) AS s GROUP BY 1, 2, 3, 4
+"""
+
+
+def serves(f: RunFilters) -> bool:
+    """Whether the rollups answer these filters (else the runs are read)."""
+    default = RunFilters()
+    for field in fields(RunFilters):
+        value = getattr(f, field.name)
+        if field.name in _IMPLIED:
+            if value != _IMPLIED[field.name]:
+                return False
+        elif field.name not in SERVED and value != getattr(default, field.name):
+            return False
+    return True
+
+
+def unserved(f: RunFilters) -> list[str]:
+    """The filters set that the rollups cannot answer (the page names them)."""
+    default = RunFilters()
+    return [field.name for field in fields(RunFilters)
+            if field.name not in SERVED and field.name not in _IMPLIED
+            and getattr(f, field.name) != getattr(default, field.name)]
+
+
+def _rows(project_id: int, f: RunFilters) -> tuple[str, list[Any]]:
+    where, params = ["r.project_id = %s"], [project_id]
+    if f.since:
+        where.append("r.day >= %s")
+        params.append(f.since)
+    if f.until:
+        where.append("r.day <= %s")
+        params.append(f.until)
+    for column, value in (("t.slug", f.task), ("r.model_name", f.model), ("r.mode", f.mode)):
+        if value:
+            where.append(f"{column} = %s")
+            params.append(value)
+    if f.policy == POLICY_OFF:
+        where.append("r.policy_id IS NULL")
+    elif f.policy:
+        where.append("p.name = %s")
+        params.append(f.policy)
+    return _ROWS.format(where=" AND ".join(where)), params
+
+
+def _fetch(sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        names = [c.name for c in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def percentile_disc(histogram: dict[int, int], fraction: float) -> int | None:
+    """Postgres' percentile_disc over the values a histogram counts: the first
+    value whose cumulative count reaches ceil(fraction × n)."""
+    total = sum(histogram.values())
+    if not total:
+        return None
+    rank = max(1, math.ceil(fraction * total))
+    seen = 0
+    for value in sorted(histogram):
+        seen += histogram[value]
+        if seen >= rank:
+            return value
+    return None
+
+
+_GROUP_OF = {0b11111: (), 0b01111: ("day",), 0b11011: ("task",), 0b11101: ("model",), 0b11110: ("policy",)}
+
+
+def _group_key(row: dict[str, Any]) -> tuple:
+    return (row["gset"], *(row[name] for name in _GROUP_OF.get(row["gset"], ())))
+
+
+def _aggregate(rows_sql: str, params: list[Any]) -> dict[str, Any]:
+    rows = _fetch(_AGGREGATE_SQL.format(rows=rows_sql), params)
+    hist: dict[tuple, dict[int, int]] = {}
+    steps_rows = []
+    for row in _fetch(_HISTOGRAM_SQL.format(rows=rows_sql), params):
+        # The histogram's own set, (steps), is the totals' P95 and the chart's bars.
+        gset = 0b11111 if row["gset"] == 0b10111 else row["gset"]
+        hist.setdefault(_group_key({**row, "gset": gset}), {})[row["steps"]] = row["n"]
+        if gset == 0b11111:
+            steps_rows.append({"gset": 0b10111, "steps": row["steps"], "runs": row["n"]})
+    for row in rows:
+        row["p95_steps"] = percentile_disc(hist.get(_group_key(row), {}), 0.95)
+    return selectors.shape(rows + steps_rows)
+
+
+def _ranked(counts: dict[str, Any]) -> list[tuple[str, int]]:
+    return sorted(((k, int(n)) for k, n in counts.items()), key=lambda r: (-r[1], r[0]))
+
+
+def _arrays(rows_sql: str, params: list[Any]) -> tuple[dict[str, list], dict[str | None, int]]:
+    """selectors.array_figures' figures, and failed runs per guessed layer (None: no guess)."""
+    counts: dict[str, dict[str, Any]] = {}
+    for row in _fetch(_COUNTS_SQL.format(rows=rows_sql), params):
+        counts.setdefault(row["kind"], {})[row["name"]] = row["n"]
+    turns, tokens = counts.get("c", {}), counts.get("k", {})
+    figures = {
+        "detectors": _ranked(counts.get("d", {})),
+        "tiers": _ranked(counts.get("i", {})),
+        # avg(tokens) of the runs' query: the sum of whole numbers over the count, one float division.
+        "context": sorted((int(k), int(tokens.get(k, 0)) / int(n), int(n)) for k, n in turns.items()),
+        "truncated": sorted((int(k), int(n)) for k, n in counts.get("x", {}).items()),
+    }
+    guesses = {(k or None): int(n) for k, n in counts.get("l", {}).items()}
+    return figures, guesses
+
+
+def figures(project_id: int | None, f: RunFilters) -> dict[str, Any]:
+    """What the page shows from the runs (the selectors' aggregate,
+    array_figures, by_tag and costs' rows), read from the rollups instead, and
+    `layer_guesses` for the failures' breakdown. Six small queries."""
+    if project_id is None:
+        project_id = 0  # a user in no project sees no runs: no rollup row has project 0
+    rows_sql, params = _rows(project_id, f)
+    data = _aggregate(rows_sql, params)
+    arrays, guesses = _arrays(rows_sql, params)
+    data.update(arrays)
+    data["by_tag"] = [{**selectors.group(row, row["tag"]), "drill": row["tag"]}
+                      for row in _fetch(_BY_TAG_SQL.format(rows=rows_sql), [*params, selectors.MAX_GROUPS])]
+    data["cost_rows"] = _fetch(_COSTS_SQL.format(rows=rows_sql), params)
+    data["layer_guesses"] = guesses
+    return data
