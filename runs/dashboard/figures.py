@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from runs.core.models import Run
-from runs.dashboard import rollups, selectors
+from runs.dashboard import rollup_figures, selectors
 from runs.failures.selectors import breakdown
 from runs.launch.selectors import RunFilters
 
@@ -26,9 +26,9 @@ def page_figures(runs: QuerySet[Run], project_id: int | None, f: RunFilters, *,
     """The page's data: `runs` are the user's runs narrowed by `f`. From the
     rollups when they serve `f` (or as `from_rollups` says: the test of
     equality reads both)."""
-    use = rollups.serves(f) if from_rollups is None else from_rollups
+    use = rollup_figures.serves(f) if from_rollups is None else from_rollups
     if use:
-        data = rollups.figures(project_id, f)
+        data = rollup_figures.figures(project_id, f)
         cost_rows, guesses = data.pop("cost_rows"), data.pop("layer_guesses")
         data["source"] = "rollups"
         data["source_note"] = SOURCE_NOTES["rollups"]
@@ -37,7 +37,7 @@ def page_figures(runs: QuerySet[Run], project_id: int | None, f: RunFilters, *,
         cost_rows, guesses = selectors.cost_rows(runs), None
         data["source"] = "runs"
         data["source_note"] = SOURCE_NOTES["runs"].format(
-            filters=", ".join(_FILTER_WORDS.get(name, name) for name in rollups.unserved(f)) or "these filters")
+            filters=", ".join(_FILTER_WORDS.get(name, name) for name in rollup_figures.unserved(f)) or "these filters")
     # Reviewers' labels change apart from runs: read where they are (the label tables, a few rows per run).
     data["false_kills"] = selectors.false_kills(runs)
     data["breakdown"] = breakdown(runs, guesses)

@@ -78,12 +78,14 @@ def aggregate(qs: QuerySet[Run]) -> dict[str, Any]:
 
 def shape(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The page's figures from the rows of the grouping sets (from the runs
-    here, from the rollups in runs.dashboard.rollups)."""
+    here, from the rollups in runs.dashboard.rollup_figures)."""
     out: dict[str, Any] = {"totals": None, "histogram": [], "over_time": [], "by_task": [], "by_model": [],
                            "by_policy": []}
     hist: dict[int, int] = {}
     for row in rows:
         kind = _SETS.get(row["gset"])
+        if kind != "all":
+            row.pop("p95_steps", None)  # only the totals show a P95
         if kind == "all":
             out["totals"] = _totals(row)
         elif kind == "steps":
@@ -148,12 +150,17 @@ def cost_rows(qs: QuerySet[Run]) -> list[dict[str, Any]]:
                 .annotate(ptok=Sum("prompt_tokens"), ctok=Sum("completion_tokens")))
 
 
+_COST_KEY = ("task__slug", "model_name", "provider", "policy__name")
+
+
 def costs(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Cost in all and per task, model and policy from `cost_rows`: tokens summed
     per model (a price is per model), priced with one read of the table."""
     table = PriceTable.load()
     out: dict[str, Any] = {"total": 0.0, "task": {}, "model": {}, "policy": {}}
-    for row in rows:
+    # Summed in one order whatever order the rows came in, so a cost is the
+    # same to the last digit however it was read (the rollups or the runs).
+    for row in sorted(rows, key=lambda r: tuple(str(r[k]) for k in _COST_KEY)):
         cost = table.price_for(row["provider"], row["model_name"]).cost(row["ptok"] or 0, row["ctok"] or 0)
         out["total"] += cost
         for kind, key in (("task", row["task__slug"]), ("model", row["model_name"]), ("policy", row["policy__name"])):

@@ -48,14 +48,12 @@ class Migration(migrations.Migration):
 _LIVE = "('queued', 'running')"
 
 FUNCTIONS = r"""
--- Two flat maps of numbers added key by key (b times sign); a key that sums to 0 is dropped.
+-- a + sign * b for flat maps of numbers, key by key; a key that comes to 0 is
+-- dropped. One pass over b (a run's few keys), whatever the size of a.
 CREATE FUNCTION runs_jsonb_add(a jsonb, b jsonb, sign integer) RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-SELECT coalesce(jsonb_object_agg(k, v), '{}'::jsonb) FROM (
-    SELECT k, sum(v) AS v FROM (
-        SELECT key AS k, value::numeric AS v FROM jsonb_each_text(a)
-        UNION ALL SELECT key, sign * value::numeric FROM jsonb_each_text(b)
-    ) x GROUP BY k HAVING sum(v) <> 0
-) y
+SELECT (a || coalesce(jsonb_object_agg(key, n) FILTER (WHERE n <> 0), '{}'::jsonb))
+       - coalesce(array_agg(key) FILTER (WHERE n = 0), '{}'::text[])
+FROM (SELECT key, coalesce((a ->> key)::numeric, 0) + sign * value::numeric AS n FROM jsonb_each_text(b)) x
 $$;
 
 -- One run's counts (see DayRollup.counts), the same unnests as the dashboard's query of the runs.

@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.db import connection, connections, transaction
 
 from runs.core.models import Policy, Run, Task
-from runs.dashboard import rollups
+from runs.dashboard import rollup_figures
 from runs.dashboard.figures import page_figures
 from runs.dashboard.models import DayRollup
 from runs.dashboard.views import CSV_TABLES, _csv
@@ -155,7 +155,7 @@ def _assert_equal(project, f: RunFilters) -> None:
 def test_the_rollups_numbers_are_the_runs_numbers(history, filters):
     f = RunFilters.of({"since": DAY0 - timedelta(days=1), "until": DAY0 + timedelta(days=DAYS), **filters},
                       finished=True, forks="no")
-    assert rollups.serves(f)
+    assert rollup_figures.serves(f)
     today, _ = _both(history, f)
     if filters.get("model") != "no-such-model":
         assert today["totals"]["runs"] > 0  # the case compares figures, not two empty pages

@@ -34,54 +34,45 @@ WHERE {where}
 
 # The figures of runs.dashboard.selectors._AGGREGATE_SQL summed over rollup
 # rows, with the same GROUPING bits (steps is never grouped by here: the step
-# histogram is read from the counts). Averages are numeric sum / numeric count,
-# which is what Postgres' avg(integer) computes; counts are 0 over no rows, as count(*) is.
+# histogram is in the counts), and the tokens per (task, model, provider,
+# policy) the costs are priced from (by_cost = 0). Averages are numeric sum /
+# numeric count, which is what Postgres' avg(integer) computes; counts are 0
+# over no rows, as count(*) is.
 _AGGREGATE_SQL = """
 SELECT ((GROUPING(day, task, model, policy) & 8) << 1) | 8 | (GROUPING(day, task, model, policy) & 7) AS gset,
-       day, NULL::int AS steps, task, model, policy,
+       GROUPING(provider) AS by_cost, day, NULL::int AS steps, task, model, provider, policy,
        coalesce(sum(runs), 0)::bigint AS runs, coalesce(sum(scored), 0)::bigint AS scored,
        coalesce(sum(successes), 0)::bigint AS successes, coalesce(sum(over_max), 0)::bigint AS over_max,
        coalesce(sum(interrupted), 0)::bigint AS interrupted, coalesce(sum(anchor_breaks), 0)::bigint AS anchor_breaks,
        sum(steps)::numeric / sum(runs)::numeric AS mean_steps, NULL::int AS p95_steps,
        sum(steps)::bigint AS total_steps, sum(prompt_tokens + completion_tokens)::numeric AS tokens,
-       sum(latency_ms) AS latency_ms
+       sum(latency_ms) AS latency_ms, sum(prompt_tokens)::bigint AS ptok, sum(completion_tokens)::bigint AS ctok
 FROM ({rows}) AS s
-GROUP BY GROUPING SETS ((), (day), (task), (model), (policy))
+GROUP BY GROUPING SETS ((), (day), (task), (model), (policy), (task, model, provider, policy))
 """
 
-# The step histogram per grouping set (for the P95s), from the h: counts.
-_HISTOGRAM_SQL = """
-SELECT ((GROUPING(day, task, model, policy) & 8) << 1) | 8 | (GROUPING(day, task, model, policy) & 7) AS gset,
-       day, task, model, policy, bucket AS steps, sum(n)::bigint AS n
-FROM (SELECT s.day, s.task, s.model, s.policy, substr(e.key, 3)::int AS bucket, e.value::bigint AS n
-      FROM ({rows}) AS s, jsonb_each_text(s.counts) AS e WHERE e.key LIKE 'h:%%') AS h
-GROUP BY GROUPING SETS ((bucket), (day, bucket), (task, bucket), (model, bucket), (policy, bucket))
-"""
-
-# Every other count summed over the period, as (kind, name, sum).
+# The counts summed over the period in one pass over them, as (kind, name, n);
+# the tags' five counts become the "by tag" rows (runs.dashboard.selectors._BY_TAG_SQL's
+# figures, in its order: rank).
 _COUNTS_SQL = """
-SELECT split_part(e.key, ':', 1) AS kind, substr(e.key, strpos(e.key, ':') + 1) AS name, sum(e.value::numeric) AS n
-FROM ({rows}) AS s, jsonb_each_text(s.counts) AS e
-WHERE e.key NOT LIKE 'h:%%' AND e.key NOT LIKE 'g%%'
-GROUP BY 1, 2
-"""
-
-# The "by tag" table (runs.dashboard.selectors._BY_TAG_SQL) from the per-tag counts.
-_BY_TAG_SQL = """
-SELECT name AS tag, sum(n) FILTER (WHERE kind = 'g')::bigint AS runs,
-       coalesce(sum(n) FILTER (WHERE kind = 'gs'), 0)::bigint AS scored,
-       coalesce(sum(n) FILTER (WHERE kind = 'gc'), 0)::bigint AS successes,
-       coalesce(sum(n) FILTER (WHERE kind = 'gt'), 0) / sum(n) FILTER (WHERE kind = 'g') AS mean_steps,
-       coalesce(sum(n) FILTER (WHERE kind = 'go'), 0)::bigint AS over_max
-FROM (SELECT split_part(e.key, ':', 1) AS kind, substr(e.key, strpos(e.key, ':') + 1) AS name, e.value::numeric AS n
-      FROM ({rows}) AS s, jsonb_each_text(s.counts) AS e WHERE e.key LIKE 'g%%') AS t
-GROUP BY name ORDER BY runs DESC, tag LIMIT %s
-"""
-
-_COSTS_SQL = """
-SELECT task AS task__slug, model AS model_name, provider, policy AS policy__name, sum(prompt_tokens)::bigint AS ptok,
-       sum(completion_tokens)::bigint AS ctok
-FROM ({rows}) AS s GROUP BY 1, 2, 3, 4
+WITH sums AS MATERIALIZED (
+    SELECT e.key, sum(e.value::bigint) AS n FROM ({rows}) AS s, jsonb_each_text(s.counts) AS e GROUP BY e.key
+), tagged AS (
+    SELECT split_part(key, ':', 1) AS kind, substr(key, strpos(key, ':') + 1) AS name, n FROM sums WHERE key LIKE 'g%%'
+), tags AS (
+    SELECT name, sum(n) FILTER (WHERE kind = 'g')::bigint AS runs,
+           coalesce(sum(n) FILTER (WHERE kind = 'gs'), 0)::bigint AS scored,
+           coalesce(sum(n) FILTER (WHERE kind = 'gc'), 0)::bigint AS successes,
+           coalesce(sum(n) FILTER (WHERE kind = 'gt'), 0) / sum(n) FILTER (WHERE kind = 'g') AS mean_steps,
+           coalesce(sum(n) FILTER (WHERE kind = 'go'), 0)::bigint AS over_max
+    FROM tagged GROUP BY name
+)
+SELECT split_part(key, ':', 1) AS kind, substr(key, strpos(key, ':') + 1) AS name, n, NULL::bigint AS scored,
+       NULL::bigint AS successes, NULL::numeric AS mean_steps, NULL::bigint AS over_max, NULL::bigint AS rank
+FROM sums WHERE key NOT LIKE 'g%%'
+UNION ALL
+SELECT 'tag', name, runs, scored, successes, mean_steps, over_max, row_number() OVER (ORDER BY runs DESC, name)
+FROM tags
 """
 
 
@@ -148,61 +139,49 @@ def percentile_disc(histogram: dict[int, int], fraction: float) -> int | None:
     return None
 
 
-_GROUP_OF = {0b11111: (), 0b01111: ("day",), 0b11011: ("task",), 0b11101: ("model",), 0b11110: ("policy",)}
-
-
-def _group_key(row: dict[str, Any]) -> tuple:
-    return (row["gset"], *(row[name] for name in _GROUP_OF.get(row["gset"], ())))
-
-
-def _aggregate(rows_sql: str, params: list[Any]) -> dict[str, Any]:
-    rows = _fetch(_AGGREGATE_SQL.format(rows=rows_sql), params)
-    hist: dict[tuple, dict[int, int]] = {}
-    steps_rows = []
-    for row in _fetch(_HISTOGRAM_SQL.format(rows=rows_sql), params):
-        # The histogram's own set, (steps), is the totals' P95 and the chart's bars.
-        gset = 0b11111 if row["gset"] == 0b10111 else row["gset"]
-        hist.setdefault(_group_key({**row, "gset": gset}), {})[row["steps"]] = row["n"]
-        if gset == 0b11111:
-            steps_rows.append({"gset": 0b10111, "steps": row["steps"], "runs": row["n"]})
-    for row in rows:
-        row["p95_steps"] = percentile_disc(hist.get(_group_key(row), {}), 0.95)
-    return selectors.shape(rows + steps_rows)
+# Columns of the sums that only the costs read, and the figures of a "by tag" row.
+_COST_ONLY = {"by_cost", "provider", "ptok", "ctok"}
+_TAG_FIGURES = ("scored", "successes", "mean_steps", "over_max")
 
 
 def _ranked(counts: dict[str, Any]) -> list[tuple[str, int]]:
     return sorted(((k, int(n)) for k, n in counts.items()), key=lambda r: (-r[1], r[0]))
 
 
-def _arrays(rows_sql: str, params: list[Any]) -> tuple[dict[str, list], dict[str | None, int]]:
-    """selectors.array_figures' figures, and failed runs per guessed layer (None: no guess)."""
-    counts: dict[str, dict[str, Any]] = {}
-    for row in _fetch(_COUNTS_SQL.format(rows=rows_sql), params):
-        counts.setdefault(row["kind"], {})[row["name"]] = row["n"]
-    turns, tokens = counts.get("c", {}), counts.get("k", {})
-    figures = {
-        "detectors": _ranked(counts.get("d", {})),
-        "tiers": _ranked(counts.get("i", {})),
-        # avg(tokens) of the runs' query: the sum of whole numbers over the count, one float division.
-        "context": sorted((int(k), int(tokens.get(k, 0)) / int(n), int(n)) for k, n in turns.items()),
-        "truncated": sorted((int(k), int(n)) for k, n in counts.get("x", {}).items()),
-    }
-    guesses = {(k or None): int(n) for k, n in counts.get("l", {}).items()}
-    return figures, guesses
-
-
 def figures(project_id: int | None, f: RunFilters) -> dict[str, Any]:
     """What the page shows from the runs (the selectors' aggregate,
-    array_figures, by_tag and costs' rows), read from the rollups instead, and
-    `layer_guesses` for the failures' breakdown. Six small queries."""
+    array_figures, by_tag and cost_rows), read from the rollups instead, and
+    `layer_guesses` (failed runs per guessed layer, None: no guess) for the
+    failures' breakdown. Two queries over the period's rollup rows."""
     if project_id is None:
         project_id = 0  # a user in no project sees no runs: no rollup row has project 0
     rows_sql, params = _rows(project_id, f)
-    data = _aggregate(rows_sql, params)
-    arrays, guesses = _arrays(rows_sql, params)
-    data.update(arrays)
-    data["by_tag"] = [{**selectors.group(row, row["tag"]), "drill": row["tag"]}
-                      for row in _fetch(_BY_TAG_SQL.format(rows=rows_sql), [*params, selectors.MAX_GROUPS])]
-    data["cost_rows"] = _fetch(_COSTS_SQL.format(rows=rows_sql), params)
-    data["layer_guesses"] = guesses
+    sums = _fetch(_AGGREGATE_SQL.format(rows=rows_sql), params)
+    counts: dict[str, dict[str, Any]] = {}
+    tags = []
+    for row in _fetch(_COUNTS_SQL.format(rows=rows_sql), params):
+        if row["kind"] == "tag":
+            tags.append(row)
+        else:
+            counts.setdefault(row["kind"], {})[row["name"]] = row["n"]
+    hist = {int(k): int(n) for k, n in counts.get("h", {}).items()}
+    rows = [{k: v for k, v in row.items() if k not in _COST_ONLY} for row in sums if row["by_cost"]]
+    for row in rows:
+        if row["gset"] == 0b11111:
+            row["p95_steps"] = percentile_disc(hist, 0.95)
+    data = selectors.shape(rows + [{"gset": 0b10111, "steps": s, "runs": n} for s, n in hist.items()])
+    turns, tokens = counts.get("c", {}), counts.get("k", {})
+    data.update({
+        "detectors": _ranked(counts.get("d", {})),
+        "tiers": _ranked(counts.get("i", {})),
+        # avg(tokens) of the runs' query: a sum of whole numbers over their count, one float division.
+        "context": sorted((int(k), int(tokens.get(k, 0)) / int(n), int(n)) for k, n in turns.items()),
+        "truncated": sorted((int(k), int(n)) for k, n in counts.get("x", {}).items()),
+        "by_tag": [{**selectors.group({"tag": row["name"], "runs": int(row["n"]), **{k: row[k] for k in _TAG_FIGURES}}, row["name"]),
+                    "drill": row["name"]} for row in sorted(tags, key=lambda r: r["rank"])[:selectors.MAX_GROUPS]],
+        "cost_rows": [{"task__slug": r["task"], "model_name": r["model"], "provider": r["provider"],
+                       "policy__name": r["policy"], "ptok": r["ptok"], "ctok": r["ctok"]}
+                      for r in sums if not r["by_cost"]],
+        "layer_guesses": {(k or None): int(n) for k, n in counts.get("l", {}).items()},
+    })
     return data
