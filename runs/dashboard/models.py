@@ -52,3 +52,20 @@ class DayRollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day} {self.model_name}/{self.mode}: {self.runs} runs"
+
+
+class DayCounts(models.Model):
+    """DayRollup's counts summed over the whole of a project's day: what an
+    unfiltered dashboard reads (thirty rows a month instead of every task ×
+    model × policy × mode of each day). Kept by the same trigger."""
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()
+    runs = models.IntegerField(default=0)
+    counts = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "day"], name="daycounts_key")]
+
+    def __str__(self) -> str:
+        return f"{self.day}: {self.runs} runs"

@@ -97,7 +97,11 @@ def unserved(f: RunFilters) -> list[str]:
             and getattr(f, field.name) != getattr(default, field.name)]
 
 
-def _rows(project_id: int, f: RunFilters) -> tuple[str, list[Any]]:
+# The day's counts of every run of the project: what an unfiltered page's counts are read from.
+_DAY_COUNTS = "SELECT r.counts FROM runs_daycounts r WHERE {where}"
+
+
+def _period(project_id: int, f: RunFilters) -> tuple[list[str], list[Any]]:
     where, params = ["r.project_id = %s"], [project_id]
     if f.since:
         where.append("r.day >= %s")
@@ -105,6 +109,11 @@ def _rows(project_id: int, f: RunFilters) -> tuple[str, list[Any]]:
     if f.until:
         where.append("r.day <= %s")
         params.append(f.until)
+    return where, params
+
+
+def _rows(project_id: int, f: RunFilters) -> tuple[str, list[Any]]:
+    where, params = _period(project_id, f)
     for column, value in (("t.slug", f.task), ("r.model_name", f.model), ("r.mode", f.mode)):
         if value:
             where.append(f"{column} = %s")
@@ -115,6 +124,15 @@ def _rows(project_id: int, f: RunFilters) -> tuple[str, list[Any]]:
         where.append("p.name = %s")
         params.append(f.policy)
     return _ROWS.format(where=" AND ".join(where)), params
+
+
+def _counted_rows(project_id: int, f: RunFilters) -> tuple[str, list[Any]]:
+    """The rows whose counts hold the period's: the days' (DayCounts) when no
+    task, model, mode or policy narrows them, else the rollup rows that match."""
+    if f.task or f.model or f.mode or f.policy:
+        return _rows(project_id, f)
+    where, params = _period(project_id, f)
+    return _DAY_COUNTS.format(where=" AND ".join(where)), params
 
 
 def _fetch(sql: str, params: list[Any]) -> list[dict[str, Any]]:
@@ -159,7 +177,8 @@ def figures(project_id: int | None, f: RunFilters) -> dict[str, Any]:
     sums = _fetch(_AGGREGATE_SQL.format(rows=rows_sql), params)
     counts: dict[str, dict[str, Any]] = {}
     tags = []
-    for row in _fetch(_COUNTS_SQL.format(rows=rows_sql), params):
+    counted_sql, counted_params = _counted_rows(project_id, f)
+    for row in _fetch(_COUNTS_SQL.format(rows=counted_sql), counted_params):
         if row["kind"] == "tag":
             tags.append(row)
         else:

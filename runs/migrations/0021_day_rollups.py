@@ -40,6 +40,19 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('project', 'day', 'task', 'policy', 'model_name', 'provider', 'mode'), name='dayrollup_key', nulls_distinct=False)],
             },
         ),
+        migrations.CreateModel(
+            name='DayCounts',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('day', models.DateField()),
+                ('runs', models.IntegerField(default=0)),
+                ('counts', models.JSONField(default=dict)),
+                ('project', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='projects.project')),
+            ],
+            options={
+                'constraints': [models.UniqueConstraint(fields=('project', 'day'), name='daycounts_key')],
+            },
+        ),
     ]
 
 # The migration's own copy of the rollup SQL (a migration is history: later
@@ -82,6 +95,7 @@ $$;
 CREATE FUNCTION runs_dayrollup_apply(r runs_run, sign integer) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     d date := (r.created_at AT TIME ZONE 'UTC')::date;
+    c jsonb := runs_jsonb_add('{}'::jsonb, runs_dayrollup_counts(r), sign);
 BEGIN
     INSERT INTO runs_dayrollup AS t (project_id, day, task_id, policy_id, model_name, provider, mode, runs, scored,
         successes, over_max, interrupted, anchor_breaks, failed, steps, prompt_tokens, completion_tokens, latency_ms,
@@ -90,8 +104,7 @@ BEGIN
         sign * (r.success IS NOT NULL)::int, sign * (r.success IS TRUE)::int,
         sign * (r.stopped_by = 'max_steps')::int, sign * (r.intervention_count > 0)::int,
         sign * (r.first_anchor_break IS NOT NULL)::int, sign * (r.status = 'finished' AND r.success IS FALSE)::int,
-        sign * r.step_count, sign * r.prompt_tokens, sign * r.completion_tokens, sign * r.latency_ms,
-        runs_jsonb_add('{}'::jsonb, runs_dayrollup_counts(r), sign))
+        sign * r.step_count, sign * r.prompt_tokens, sign * r.completion_tokens, sign * r.latency_ms, c)
     ON CONFLICT (project_id, day, task_id, policy_id, model_name, provider, mode) DO UPDATE SET
         runs = t.runs + EXCLUDED.runs, scored = t.scored + EXCLUDED.scored,
         successes = t.successes + EXCLUDED.successes, over_max = t.over_max + EXCLUDED.over_max,
@@ -100,7 +113,12 @@ BEGIN
         prompt_tokens = t.prompt_tokens + EXCLUDED.prompt_tokens,
         completion_tokens = t.completion_tokens + EXCLUDED.completion_tokens,
         latency_ms = t.latency_ms + EXCLUDED.latency_ms, counts = runs_jsonb_add(t.counts, EXCLUDED.counts, 1);
+    -- Then the day's counts (always in this order: two writers never wait on each other crosswise).
+    INSERT INTO runs_daycounts AS t (project_id, day, runs, counts) VALUES (r.project_id, d, sign, c)
+    ON CONFLICT (project_id, day) DO UPDATE SET runs = t.runs + EXCLUDED.runs,
+        counts = runs_jsonb_add(t.counts, EXCLUDED.counts, 1);
     IF sign < 0 THEN
+        DELETE FROM runs_daycounts WHERE project_id = r.project_id AND day = d AND runs = 0;
         DELETE FROM runs_dayrollup WHERE project_id = r.project_id AND day = d
             AND task_id IS NOT DISTINCT FROM r.task_id AND policy_id IS NOT DISTINCT FROM r.policy_id
             AND model_name = r.model_name AND provider = r.provider AND mode = r.mode AND runs = 0;
@@ -125,7 +143,8 @@ BEGIN
 END
 $$;
 
--- Rebuild the rows of days >= since (all days when null) from the runs. The
+-- Rebuild the rows of days >= since (all days when null) from the runs (and
+-- the day's counts from those rows); returns the rollup rows written. The
 -- table lock waits for writers that already applied a delta to commit (their
 -- runs are then read here) and holds later ones until this commits (their
 -- delta then goes on top of what was read here).
@@ -135,8 +154,9 @@ DECLARE
     start timestamptz := CASE WHEN since IS NULL THEN '-infinity'::timestamptz
                               ELSE (since::timestamp AT TIME ZONE 'UTC') END;
 BEGIN
-    LOCK TABLE runs_dayrollup IN EXCLUSIVE MODE;
+    LOCK TABLE runs_dayrollup, runs_daycounts IN EXCLUSIVE MODE;
     DELETE FROM runs_dayrollup WHERE since IS NULL OR day >= since;
+    DELETE FROM runs_daycounts WHERE since IS NULL OR day >= since;
     INSERT INTO runs_dayrollup (project_id, day, task_id, policy_id, model_name, provider, mode, runs, scored,
         successes, over_max, interrupted, anchor_breaks, failed, steps, prompt_tokens, completion_tokens, latency_ms,
         counts)
@@ -162,6 +182,15 @@ BEGIN
                           = (s.project_id, s.day, coalesce(s.task_id, 0), coalesce(s.policy_id, 0), s.model_name,
                              s.provider, s.mode);
     GET DIAGNOSTICS n = ROW_COUNT;
+    INSERT INTO runs_daycounts (project_id, day, runs, counts)
+    SELECT s.project_id, s.day, s.runs, coalesce(m.counts, '{}'::jsonb)
+    FROM (SELECT project_id, day, sum(runs) AS runs FROM runs_dayrollup WHERE since IS NULL OR day >= since
+          GROUP BY 1, 2) s
+    LEFT JOIN (SELECT project_id, day, jsonb_object_agg(k, v) AS counts
+               FROM (SELECT project_id, day, e.key AS k, sum(e.value::numeric) AS v
+                     FROM runs_dayrollup, jsonb_each_text(counts) e WHERE since IS NULL OR day >= since
+                     GROUP BY 1, 2, 3) x
+               GROUP BY 1, 2) m ON (m.project_id, m.day) = (s.project_id, s.day);
     RETURN n;
 END
 $$;

@@ -19,7 +19,7 @@ from django.db import connection, connections, transaction
 from runs.core.models import Policy, Run, Task
 from runs.dashboard import rollup_figures
 from runs.dashboard.figures import page_figures
-from runs.dashboard.models import DayRollup
+from runs.dashboard.models import DayCounts, DayRollup
 from runs.dashboard.views import CSV_TABLES, _csv
 from runs.failures.models import LayerLabel
 from runs.launch.run_analysis import update_from_values
@@ -172,21 +172,34 @@ def test_the_data_is_varied_enough_to_compare(history):
     assert {status for status, in Run.objects.values_list("status")} >= {"finished", "error", "stopped", "awaiting"}
 
 
-def test_the_incremental_rollups_equal_a_rebuild(history):
-    def rows():
-        return sorted(((r.day, r.task_id, r.policy_id, r.model_name, r.provider, r.mode, r.runs, r.scored, r.successes,
-                        r.over_max, r.interrupted, r.anchor_breaks, r.failed, r.steps, r.prompt_tokens,
-                        r.completion_tokens, round(r.latency_ms, 3), r.counts) for r in DayRollup.objects.all()),
-                      key=repr)
+def _rollup_rows() -> list[tuple]:
+    return sorted(((r.day, r.task_id, r.policy_id, r.model_name, r.provider, r.mode, r.runs, r.scored, r.successes,
+                    r.over_max, r.interrupted, r.anchor_breaks, r.failed, r.steps, r.prompt_tokens,
+                    r.completion_tokens, round(r.latency_ms, 3), r.counts) for r in DayRollup.objects.all()), key=repr)
 
-    kept = rows()
-    assert kept and all(r[6] > 0 for r in kept)  # no empty row is left behind by a deletion
+
+def _day_rows() -> list[tuple]:
+    return sorted(((r.day, r.runs, r.counts) for r in DayCounts.objects.all()), key=repr)
+
+
+def test_the_incremental_rollups_equal_a_rebuild(history):
+    rollups_kept, days_kept = _rollup_rows(), _day_rows()
+    # No empty row is left behind by a deletion.
+    assert rollups_kept and all(r[6] > 0 for r in rollups_kept)
+    assert DayCounts.objects.filter(project=history).count() == DAYS and all(r[1] > 0 for r in days_kept)
     DayRollup.objects.all().delete()
+    DayCounts.objects.all().delete()
     call_command("rollups")
-    assert rows() == kept
-    DayRollup.objects.filter(day__gte=DAY0 + timedelta(days=3)).delete()
-    call_command("rollups", since=str(DAY0 + timedelta(days=3)))
-    assert rows() == kept
+    assert (_rollup_rows(), _day_rows()) == (rollups_kept, days_kept)
+    # --since rebuilds those days and leaves the days before it as they are.
+    since = DAY0 + timedelta(days=3)
+    DayRollup.objects.filter(day__gte=since).delete()
+    DayCounts.objects.filter(day__gte=since).delete()
+    DayCounts.objects.filter(day__lt=since).update(runs=999)
+    call_command("rollups", since=str(since))
+    assert _rollup_rows() == rollups_kept
+    assert [r for r in _day_rows() if r[0] >= since] == [r for r in days_kept if r[0] >= since]
+    assert {r[1] for r in _day_rows() if r[0] < since} == {999}
 
 
 def test_a_run_judged_when_it_ends_moves_its_rollup(make_run, project):
