@@ -73,11 +73,19 @@ def aggregate(qs: QuerySet[Run]) -> dict[str, Any]:
         cur.execute(sql, params)
         names = [c.name for c in cur.description]
         rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    return shape(rows)
+
+
+def shape(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The page's figures from the rows of the grouping sets (from the runs
+    here, from the rollups in runs.dashboard.rollup_figures)."""
     out: dict[str, Any] = {"totals": None, "histogram": [], "over_time": [], "by_task": [], "by_model": [],
                            "by_policy": []}
     hist: dict[int, int] = {}
     for row in rows:
         kind = _SETS.get(row["gset"])
+        if kind != "all":
+            row.pop("p95_steps", None)  # only the totals show a P95
         if kind == "all":
             out["totals"] = _totals(row)
         elif kind == "steps":
@@ -93,7 +101,7 @@ def aggregate(qs: QuerySet[Run]) -> dict[str, Any]:
             if key is None:
                 key, drill = {"policy": (f"{POLICY_OFF} (no watchdog)", POLICY_OFF),
                               "task": ("free prompt", "")}.get(kind, ("—", ""))
-            out[f"by_{kind}"].append({**_group(row, key), "drill": drill})
+            out[f"by_{kind}"].append({**group(row, key), "drill": drill})
     if out["totals"] is None:  # no runs at all: GROUPING SETS yields no row
         out["totals"] = _totals({"runs": 0, "scored": 0, "successes": 0, "over_max": 0, "interrupted": 0,
                                  "anchor_breaks": 0, "mean_steps": None, "p95_steps": None, "total_steps": 0,
@@ -101,7 +109,8 @@ def aggregate(qs: QuerySet[Run]) -> dict[str, Any]:
     out["histogram"] = sorted(hist.items())
     out["over_time"].sort(key=lambda r: r["day"])
     for key in ("by_task", "by_model", "by_policy"):
-        out[key] = sorted(out[key], key=lambda g: -g["runs"])[:MAX_GROUPS]
+        # Ties in a stable order (the grouping sets come in any order).
+        out[key] = sorted(out[key], key=lambda g: (-g["runs"], str(g["key"])))[:MAX_GROUPS]
     return out
 
 
@@ -121,7 +130,7 @@ def _totals(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _group(row: dict[str, Any], key: Any) -> dict[str, Any]:
+def group(row: dict[str, Any], key: Any) -> dict[str, Any]:
     n, c = row["scored"], row["successes"]
     k = min(DASHBOARD_K, n)
     return {
@@ -134,15 +143,24 @@ def _group(row: dict[str, Any], key: Any) -> dict[str, Any]:
     }
 
 
-def costs(qs: QuerySet[Run]) -> dict[str, Any]:
-    """Cost in all and per task, model and policy: tokens summed per model (a
-    price is per model), priced with one read of the table. A second, narrow
-    scan of the runs, kept apart from `aggregate` so its grouping sets stay as they are."""
+def cost_rows(qs: QuerySet[Run]) -> list[dict[str, Any]]:
+    """Tokens per task, model, provider and policy: a second, narrow scan of the
+    runs, kept apart from `aggregate` so its grouping sets stay as they are."""
+    return list(qs.order_by().values("task__slug", "model_name", "provider", "policy__name")
+                .annotate(ptok=Sum("prompt_tokens"), ctok=Sum("completion_tokens")))
+
+
+_COST_KEY = ("task__slug", "model_name", "provider", "policy__name")
+
+
+def costs(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Cost in all and per task, model and policy from `cost_rows`: tokens summed
+    per model (a price is per model), priced with one read of the table."""
     table = PriceTable.load()
     out: dict[str, Any] = {"total": 0.0, "task": {}, "model": {}, "policy": {}}
-    rows = (qs.order_by().values("task__slug", "model_name", "provider", "policy__name")
-            .annotate(ptok=Sum("prompt_tokens"), ctok=Sum("completion_tokens")))
-    for row in rows:
+    # Summed in one order whatever order the rows came in, so a cost is the
+    # same to the last digit however it was read (the rollups or the runs).
+    for row in sorted(rows, key=lambda r: tuple(str(r[k]) for k in _COST_KEY)):
         cost = table.price_for(row["provider"], row["model_name"]).cost(row["ptok"] or 0, row["ctok"] or 0)
         out["total"] += cost
         for kind, key in (("task", row["task__slug"]), ("model", row["model_name"]), ("policy", row["policy__name"])):
@@ -228,4 +246,4 @@ def by_tag(qs: QuerySet[Run]) -> list[dict[str, Any]]:
         cur.execute(_BY_TAG_SQL.format(inner=inner), [*params, MAX_GROUPS])
         names = [c.name for c in cur.description]
         rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-    return [{**_group(row, row["tag"]), "drill": row["tag"]} for row in rows]
+    return [{**group(row, row["tag"]), "drill": row["tag"]} for row in rows]

@@ -16,8 +16,8 @@ from runs.core import access
 from runs.core import charts as charts_
 from runs.core.csv_cells import safe_row
 from runs.dashboard import selectors as dashboard
+from runs.dashboard.figures import page_figures
 from runs.dashboard.forms import DashboardForm
-from runs.failures.selectors import breakdown as layer_breakdown
 from runs.launch.selectors import RunFilters, runs_filtered
 
 _LEGEND = {"orientation": "h", "y": -0.3}
@@ -195,13 +195,7 @@ def dashboard_page(request: HttpRequest) -> HttpResponse:
         form.is_valid()
     f = form.filters()
     qs = runs_filtered(access.runs_for(request), f)
-    data = {**dashboard.aggregate(qs), **dashboard.array_figures(qs), "false_kills": dashboard.false_kills(qs),
-            "by_tag": dashboard.by_tag(qs)}
-    dashboard.add_costs(data, dashboard.costs(qs))
-    fk = data["false_kills"]
-    labelled = sum(r["labelled"] for r in fk)
-    data["totals"]["false_kill_rate"] = sum(r["wrongly"] for r in fk) / labelled if labelled else None
-    data["totals"]["labelled"] = labelled
+    data = page_figures(qs, access.project_id(request), f)
     export = request.GET.get("export")
     if export:
         if export not in CSV_TABLES:
@@ -209,6 +203,5 @@ def dashboard_page(request: HttpRequest) -> HttpResponse:
                                 content_type="text/plain; charset=utf-8")
         return _csv(export, data)
     context = {"form": form, "filters": f, "run_list_url": _runs_url(f), "tasks": access.tasks_for(request).only("slug"),
-               "charts": _charts(f, data), "query": request.GET.urlencode(), "K": dashboard.DASHBOARD_K,
-               "breakdown": layer_breakdown(qs), **data}
+               "charts": _charts(f, data), "query": request.GET.urlencode(), "K": dashboard.DASHBOARD_K, **data}
     return render(request, "dashboard/page.html", context)

@@ -54,12 +54,16 @@ def test_it_shows_the_figures_of_finished_runs(auth_client, runs):
 def test_it_reads_summaries_only_in_a_constant_number_of_queries(auth_client, runs, make_run, django_assert_num_queries):
     for _ in range(20):
         make_run(step_count=3, success=True)
-    # session, user, memberships of the user (current project, the header's switcher), one GROUPING SETS scan for
-    # every figure, one scan of the arrays (interventions, context pressure), reviewers' labels per detector, task
-    # choices, failures by guessed layer and by reviewers' layer, tokens per model for the costs, the price table,
-    # runs per tag
-    with django_assert_num_queries(12):
+    # session, user, memberships of the user (current project, the header's switcher), from the day rollups: one
+    # GROUPING SETS over their sums (every figure and the costs' tokens) and one pass over their counts (the
+    # histogram, interventions, context pressure, layers, tags); reviewers' labels per detector, reviewers' layers,
+    # the price table, task choices
+    with django_assert_num_queries(9):
         auth_client.get(URL)
+    # From the runs (a filter the rollups do not keep): one GROUPING SETS scan for every figure, one scan of the
+    # arrays, failures by guessed layer, tokens per model for the costs and runs per tag besides.
+    with django_assert_num_queries(12):
+        auth_client.get(URL, {"tag": "x"})
 
 
 def test_filters_narrow_the_figures(auth_client, runs, make_run):
