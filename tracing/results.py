@@ -303,7 +303,8 @@ def _parse(stripped: str) -> tuple[str, Any] | None:
         elif head in "[{":
             # Too big to parse: data by its shape (an error is never 1 MB).
             return "json", ...
-    if head in "[(" and len(stripped) <= LITERAL_PARSE_MAX_CHARS and stripped[-1:] in "])":
+    if head in "[({" and len(stripped) <= LITERAL_PARSE_MAX_CHARS and stripped[-1:] in "])}":
+        # A Python tool's dict or list printed with str() ({'City Hub': 'Rating: 4.3'}).
         # SQL drivers print Decimal('34.50') and datetime.datetime(2018, 3, 19):
         # values, which literal_eval refuses as calls.
         literal = _DECIMAL_RE.sub(r"\1", stripped) if "Decimal(" in stripped else stripped

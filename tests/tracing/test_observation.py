@@ -191,3 +191,16 @@ def test_a_programs_printed_dicts_are_data_not_markup_junk():
     out = "{'a': 1, 'b': 1, 'c': 1}\n{'a': 2, 'b': 2}\n{'a': 2, 'b': 2}\n{'b': 4}\n{}"
     sig = det.update(obs(1, out, "execute"))
     assert sig.obs_class == "ok"
+
+
+def test_a_python_tools_dict_printed_with_str_is_data_not_markup_junk():
+    # A function-calling agent's tool returned a dict; the harness printed it with str().
+    det = ObservationDetector()
+    det.update(act(0, "get_hotels_prices", {"hotel_names": ["City Hub"]}))
+    sig = det.update(obs(1, "{'City Hub': 'Price range: 100.0 - 180.0', 'Good Night': 'Price range: 240.0 - 400.0'}",
+                         "get_hotels_prices"))
+    assert sig.obs_class != "junk"
+    # The same braces and quotes as page markup still are.
+    det.update(act(2, "fetch_page", {"url": "https://example.com"}))
+    page = "<div class='a'><span></span></div>" * 30 + " hotel prices"
+    assert det.update(obs(3, page, "fetch_page")).obs_class == "junk"
