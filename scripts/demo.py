@@ -366,8 +366,10 @@ class Demo:
         reqs = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["local"]
         log = LOG_DIR / "localmodel-build.log"
         log.write_text("")
-        self.build = self.spawn("build", [PY, "-m", "pip", "install", "-v", "--no-input", "--no-cache-dir", *reqs], log=log.name,
-                                nice=10)
+        # At the versions `make test` installs (the lock), built with no cache like there.
+        self.build = self.spawn("build", [PY, "-m", "pip", "install", "-v", "--no-input", "--no-cache-dir",
+                                          "-c", str(ROOT / "requirements" / "test.lock"), *reqs],
+                                log=log.name, nice=10)
         self.build_started = time.monotonic()
         self.set_state(localmodel.BUILDING, log=_show(log))
         say(f"local model: building llama-cpp-python in the background (about 6 min on 2 cores); "
