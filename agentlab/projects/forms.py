@@ -5,12 +5,11 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
-from agentlab.storable import unstorable
-
 
 class AccountForm(UserCreationForm):
     """Username and password (twice), with Django's checks: a username nobody
-    has (case-insensitively) and the password validators of the settings.
+    has (case-insensitively), no NUL character, and the password validators of
+    the settings.
     `username` given: the account's name is fixed (an invite kept it)."""
 
     def __init__(self, *args, username: str = "", **kwargs) -> None:
@@ -22,13 +21,6 @@ class AccountForm(UserCreationForm):
             self.fields["username"].initial = username
             self.fields["username"].disabled = True
 
-    def clean(self):
-        for name in ("username", "password1", "password2"):
-            why = unstorable(str(self.data.get(name, "")))
-            if why:
-                self.add_error(name if name in self.fields else None, f"{name}: {why}")
-        return super().clean()
-
 
 class MemberAccountForm(AccountForm):
     """An admin creating someone's account: and the role they get in the project."""
@@ -38,3 +30,5 @@ class MemberAccountForm(AccountForm):
     def __init__(self, *args, roles, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["role"].choices = roles
+        # Below the members and the invite form: focusing it would scroll a phone past them.
+        self.fields["username"].widget.attrs.pop("autofocus", None)
