@@ -7,7 +7,7 @@ everything it started and exits 0.
 In order, each step printed with its time:
 1. a SECRET_KEY for the demo, generated once and kept in .env (unless the
    environment or .env sets one);
-2. migrate, loaddemo (30 simulated runs), collectstatic;
+2. migrate, loaddemo (30 simulated runs), and collectstatic alongside;
 3. the simulated model server, a Celery worker, the control worker (the
    reconciler of left-behind runs, on a queue of its own) and Celery beat, and
    the web server (gunicorn with whitenoise, agentlab/gunicorn.py) — the first page
@@ -37,9 +37,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tomllib
+import typing
 import urllib.request
 from pathlib import Path
 
@@ -265,18 +267,28 @@ class Demo:
         os.environ["SECRET_KEY"] = key
         say(f"generated a SECRET_KEY for the demo and kept it in {_show(path)}")
 
-    def run_step(self, title: str, *args: str) -> None:
-        started = time.monotonic()
-        child = subprocess.Popen([PY, "manage.py", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True)
+    def start_step(self, title: str, *args: str) -> tuple[str, float, subprocess.Popen, typing.IO[str]]:
+        # A file, not a pipe: a step run alongside another must never block on it. Closed by finish_step.
+        out = tempfile.TemporaryFile("w+")  # noqa: SIM115
+        child = subprocess.Popen([PY, "manage.py", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
         self.children[title] = child
-        out, _ = child.communicate()
+        return title, time.monotonic(), child, out
+
+    def finish_step(self, step: tuple[str, float, subprocess.Popen, typing.IO[str]]) -> None:
+        title, started, child, out = step
+        child.wait()
         del self.children[title]
+        out.seek(0)
+        text = out.read()
+        out.close()
         if child.returncode != 0:
-            sys.stdout.write(out)
+            sys.stdout.write(text)
             raise SystemExit(f"{title} failed (exit {child.returncode})")
-        last = out.strip().splitlines()[-1] if out.strip() else ""
+        last = text.strip().splitlines()[-1] if text.strip() else ""
         say(f"{title}: {last} ({time.monotonic() - started:.1f} s)")
+
+    def run_step(self, title: str, *args: str) -> None:
+        self.finish_step(self.start_step(title, *args))
 
     def spawn(self, name: str, args: list[str], *, env: dict[str, str] | None = None, log: str = "",
               nice: int = 0) -> subprocess.Popen:
@@ -441,9 +453,11 @@ class Demo:
             LOG_DIR.mkdir(parents=True, exist_ok=True)
             self.check_ports()
             self.secret_key()
+            # collectstatic needs no database: alongside migrate and loaddemo, which mostly wait on Postgres.
+            static = self.start_step("collectstatic", "collectstatic", "--noinput")
             self.run_step("migrate", "migrate", "--noinput")
             self.run_step("loaddemo", "loaddemo", "--runs", os.environ.get("DEMO_RUNS", "30"))
-            self.run_step("collectstatic", "collectstatic", "--noinput")
+            self.finish_step(static)
             self.serve()
             self.local_model()
             say("Ctrl-C stops everything")

@@ -63,7 +63,9 @@ install() {
   if [ -n "$uv" ]; then
     say "installing $lock with uv"
     [ ${#fresh[@]} -eq 0 ] || "$uv" pip install -q --python "$python" --no-cache "${fresh[@]}"
-    "$uv" pip install -q --python "$python" -r "$lock"
+    # Bytecode compiled now, on every core, as pip does: otherwise the demo's five
+    # processes, started at once, each compile the same modules on first import.
+    "$uv" pip install -q --python "$python" --compile-bytecode -r "$lock"
     "$uv" pip install -q --python "$python" --no-deps -e .
   else
     say "installing $lock with pip"
