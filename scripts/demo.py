@@ -335,6 +335,14 @@ class Demo:
         os.environ["SIM_BASE_URL"] = sim_url
         os.environ["LOCAL_MODEL_BASE_URL"] = f"http://127.0.0.1:{self.local_port}/v1"
         os.environ["LOCAL_MODEL_STATE_FILE"] = str(self.state_file)
+        # The web server first, on its own: on 2 busy cores the first page comes
+        # sooner when five processes are not importing Django at once. A run
+        # launched meanwhile waits in the queue until the worker below is up; "ready"
+        # is said once every process has started.
+        self.spawn("web", [PY, "-m", "gunicorn", "-c", "python:agentlab.gunicorn", "agentlab.wsgi"],
+                   env={"PORT": str(self.port)}, log="web.log")
+        if not self.wait_http("web", f"http://127.0.0.1:{self.port}/accounts/login/", 60):
+            raise SystemExit(f"the web server did not start: see {_show(LOG_DIR)}/web.log")
         self.spawn("sim", [PY, "-m", "runs.agent.sim_server", "--host", "127.0.0.1", "--port", str(self.sim_port)],
                    log="sim.log")
         if not self.wait_http("sim", f"{sim_url}/models", 30):
@@ -353,10 +361,6 @@ class Demo:
         (VAR / "run").mkdir(parents=True, exist_ok=True)
         self.spawn("beat", [PY, "-m", "celery", "-A", "agentlab", "beat", "--loglevel", "INFO", "--schedule",
                             str(VAR / "run" / "celerybeat-schedule")], log="beat.log")
-        self.spawn("web", [PY, "-m", "gunicorn", "-c", "python:agentlab.gunicorn", "agentlab.wsgi"],
-                   env={"PORT": str(self.port)}, log="web.log")
-        if not self.wait_http("web", f"http://127.0.0.1:{self.port}/accounts/login/", 60):
-            raise SystemExit(f"the web server did not start: see {_show(LOG_DIR)}/web.log")
         say(f"agentlab is ready on http://127.0.0.1:{self.port}/  (log in as demo / demo) — "
             f"{time.monotonic() - self.started:.0f} s after start; logs in {_show(LOG_DIR)}/")
 
