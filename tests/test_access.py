@@ -27,7 +27,8 @@ from django.contrib.auth import get_user_model
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from agentlab.projects.models import Membership, Project, Role
+from agentlab.projects.invites import invite_create
+from agentlab.projects.models import Invite, Membership, Project, Role
 from runs.approvals.models import Approval
 from runs.core.models import Policy, RerunGroup, Run
 from runs.evaluations.models import Evaluation
@@ -72,6 +73,7 @@ def _world_query(world, query: dict) -> dict:
     return {k: (v(world) if callable(v) else v) for k, v in query.items()}
 
 
+PASSWORD = "correct horse battery staple"
 OWN = 200  # for outsider: a page of the current project, which for olga is hers
 
 CASES = [
@@ -187,8 +189,25 @@ CASES = [
     # projects
     Case("projects:switch", method="post", data=lambda w: {"project": w.project.pk}, ok=302),
     Case("projects:members", need="admin", outsider=OWN),
-    Case("projects:members", method="post", data={"username": "nobody-yet", "role": "viewer"}, need="admin",
-         ok=400, outsider=400, label="add-unknown"),
+    Case("projects:members", method="post", data={"who": "", "role": "viewer"}, need="admin", ok=400,
+         outsider=400, label="add-nobody"),
+    Case("projects:members", method="post", data={"who": "nobody-yet", "role": "viewer"}, need="admin", ok=302,
+         outsider=302, label="invite"),
+    Case("projects:member_create", method="post", data={"username": "newbie", "password1": PASSWORD,
+                                                         "password2": PASSWORD, "role": "viewer"},
+         need="admin", ok=302, outsider=302),
+    Case("projects:invite_revoke", ("invite",), method="post", need="admin", ok=302),
+    # An invite's link: public (its token is the credential); used or expired 410, never issued 404.
+    Case("projects:invite_accept", ("invite_token",), need="public", kind="public", outsider=OWN),
+    Case("projects:invite_accept", ("invite_token",), method="post",
+         data={"username": "newcomer", "password1": PASSWORD, "password2": PASSWORD}, need="public",
+         kind="public", ok=302, outsider=302, label="join"),
+    Case("projects:invite_accept", ("used_invite_token",), need="public", kind="public", ok=410, outsider=410,
+         label="used"),
+    Case("projects:invite_accept", ("expired_invite_token",), need="public", kind="public", ok=410, outsider=410,
+         label="expired"),
+    Case("projects:invite_accept", ("forged_invite_token",), need="public", kind="public", ok=404, outsider=404,
+         label="forged"),
     Case("projects:member_role", ("viewer_membership",), method="post", data={"role": "reviewer"}, need="admin",
          ok=302),
     Case("projects:member_remove", ("viewer_membership",), method="post", need="admin", ok=302),
@@ -284,6 +303,15 @@ class World:
         self.job = WhatIfJob.objects.create(key="k", created_by=alice, project=project, policies=[{}],
                                             snapshot_at=self.run.created_at, status=WhatIfJob.Status.DONE, result=[])
         admin = self.actors["admin"]
+        pending, self.invite_token = invite_create(project=project, invitee="newcomer@example.com", role="viewer",
+                                                   invited_by=admin)
+        self.invite = pending.pk
+        used, self.used_invite_token = invite_create(project=project, invitee="used", role="viewer", invited_by=admin)
+        expired, self.expired_invite_token = invite_create(project=project, invitee="late", role="viewer",
+                                                           invited_by=admin)
+        Invite.objects.filter(pk=used.pk).update(used_at=timezone.now())
+        Invite.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+        self.forged_invite_token = "x" * 43
         self.member_token = token_create(user=alice, project_id=project.pk, name="mine")[1]
         self.tokens = {"owner": self.member_token, **{
             actor: token_create(user=self.actors[actor], project_id=project.pk, name=actor)[1]

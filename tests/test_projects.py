@@ -13,6 +13,7 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.urls import reverse
 
+from agentlab.projects.invites import invite_create
 from agentlab.projects.models import Membership, Project, Role
 from runs.core.models import Policy, Run
 from runs.policies.services import PolicyProtected, policy_version_save
@@ -94,14 +95,14 @@ def test_a_launched_run_and_its_group_land_in_the_current_project(auth_client, p
 def test_an_admin_adds_changes_and_removes_a_member(auth_client, project, django_user_model):
     carol = django_user_model.objects.create_user("carol")
     url = reverse("projects:members")
-    assert auth_client.post(url, {"username": "carol", "role": "reviewer"}).status_code == 302
+    assert auth_client.post(url, {"who": "carol", "role": "reviewer"}).status_code == 302
     membership = Membership.objects.get(user=carol, project=project)
     assert membership.role == "reviewer"
-    response = auth_client.post(url, {"username": "carol", "role": "viewer"})
+    response = auth_client.post(url, {"who": "carol", "role": "viewer"})
     assert response.status_code == 400 and "already a reviewer" in response.content.decode()
-    assert auth_client.post(url, {"username": "<b>nobody</b>", "role": "viewer"}).status_code == 400
-    assert "&lt;b&gt;nobody" in auth_client.post(url, {"username": "<b>nobody</b>"}).content.decode()
-    assert auth_client.post(url, {"username": "carol", "role": "owner"}).status_code == 400
+    assert auth_client.post(url, {"who": "<b>nobody</b>", "role": "viewer"}).status_code == 400
+    assert "&lt;b&gt;nobody" in auth_client.post(url, {"who": "<b>nobody</b>"}).content.decode()
+    assert auth_client.post(url, {"who": "carol", "role": "owner"}).status_code == 400
     auth_client.post(reverse("projects:member_role", args=[membership.pk]), {"role": "admin"})
     assert Membership.objects.get(pk=membership.pk).role == "admin"
     auth_client.post(reverse("projects:member_remove", args=[membership.pk]))
@@ -117,12 +118,14 @@ def test_the_last_admin_can_neither_leave_nor_step_down(auth_client, user, proje
     assert "last admin" in body
 
 
-def test_the_members_page_runs_a_constant_number_of_queries(auth_client, member, django_assert_num_queries):
+def test_the_members_page_runs_a_constant_number_of_queries(auth_client, member, user, project,
+                                                           django_assert_num_queries):
     for i in range(20):
         member(f"user{i}", Role.VIEWER)
+        invite_create(project=project, invitee=f"new{i}@example.com", role=Role.VIEWER, invited_by=user)
     # 1 session, 2 user, 3 memberships of the user (current project and the switcher),
-    # 4 the project's members with their users
-    with django_assert_num_queries(4):
+    # 4 the project's members with their users, 5 the pending invites with who sent them
+    with django_assert_num_queries(5):
         assert auth_client.get(reverse("projects:members")).status_code == 200
 
 

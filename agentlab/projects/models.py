@@ -54,3 +54,35 @@ class Membership(models.Model):
     @property
     def is_admin(self) -> bool:
         return self.has_role(Role.ADMIN)
+
+
+class Invite(models.Model):
+    """A one-time link into a project with a role, for someone without an account.
+
+    Only the SHA-256 of the link's token is kept: whoever reads the table cannot
+    use a pending invite. The link works once, for INVITE_DAYS."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invites")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    # Whom it is for: a username kept for them, or an email the link went to (or both).
+    username = models.CharField(max_length=150, blank=True)
+    email = models.EmailField(blank=True)
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
+                                   related_name="invites_sent")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                related_name="invites_used")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"invite of {self.username or self.email} to {self.project} ({self.role})"
+
+    @property
+    def invitee(self) -> str:
+        return self.username or self.email

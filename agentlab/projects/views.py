@@ -1,16 +1,21 @@
-"""The header's project switcher and the members page (project admins)."""
+"""The header's project switcher, the members page (project admins) and the invite links."""
 
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
+from django.db import IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
-from agentlab.projects import current
-from agentlab.projects.models import Membership, Role
+from agentlab.projects import current, invites
+from agentlab.projects.forms import AccountForm, MemberAccountForm
+from agentlab.projects.invites import INVITE_DAYS, InviteGone
+from agentlab.projects.models import Invite, Membership, Role
 from agentlab.projects.services import MembershipError, membership_add, membership_remove, membership_set_role
 
 
@@ -28,24 +33,109 @@ def project_switch(request: HttpRequest) -> HttpResponse:
     return redirect(target or "runs:list")
 
 
+# The link of an invite just made, shown once to the admin who made it (only its hash is stored).
+JUST_INVITED = "projects_just_invited"
+
+
+def _members_page(request: HttpRequest, admin: Membership, *, error: str = "", account_form=None,
+                  status: int = 200) -> HttpResponse:
+    members = Membership.objects.filter(project=admin.project).select_related("user").order_by("user__username")
+    return render(request, "projects/members.html", {
+        "project": admin.project, "members": members, "roles": Role.choices, "error": error, "me": admin,
+        "invites": invites.pending_invites(admin.project), "invite_days": INVITE_DAYS,
+        "just_invited": request.session.pop(JUST_INVITED, None),
+        "account_form": account_form or MemberAccountForm(roles=Role.choices, initial={"role": Role.VIEWER}),
+    }, status=status)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def member_list(request: HttpRequest) -> HttpResponse:
+    """GET: the members, the pending invites, the forms. POST `who`: a username
+    with an account is added at once; an email, or a username nobody has yet, gets
+    an invite link (emailed when it is an email, and shown here to copy)."""
     admin = current.require_role(request, Role.ADMIN)
-    error = ""
-    if request.method == "POST":
-        try:
-            added = membership_add(project=admin.project, username=request.POST.get("username", ""),
-                                   role=request.POST.get("role", Role.VIEWER))
-        except MembershipError as exc:
-            error = str(exc)
-        else:
+    if request.method == "GET":
+        return _members_page(request, admin)
+    who, role = request.POST.get("who", "").strip(), request.POST.get("role", Role.VIEWER)
+    try:
+        if who and "@" not in who and get_user_model().objects.filter(username=who).exists():
+            added = membership_add(project=admin.project, username=who, role=role)
             messages.success(request, f"{added.user} is now a {added.role} of {admin.project}.")
             return redirect("projects:members")
-    members = Membership.objects.filter(project=admin.project).select_related("user").order_by("user__username")
-    return render(request, "projects/members.html",
-                  {"project": admin.project, "members": members, "roles": Role.choices, "error": error,
-                   "me": admin}, status=400 if error else 200)
+        invite, token = invites.invite_create(project=admin.project, invitee=who, role=role, invited_by=request.user)
+    except MembershipError as exc:
+        return _members_page(request, admin, error=str(exc), status=400)
+    link = request.build_absolute_uri(reverse("projects:invite_accept", args=[token]))
+    emailed = ""
+    if invite.email:
+        try:
+            invites.invite_email(invite, link)
+        except Exception as exc:  # an SMTP server down must not lose the invite: the link is shown anyway
+            emailed = f"The email could not be sent ({type(exc).__name__}): send them the link yourself."
+        else:
+            emailed = f"Emailed to {invite.email}."
+    request.session[JUST_INVITED] = {"invitee": invite.invitee, "role": invite.role, "link": link,
+                                     "emailed": emailed}
+    return redirect("projects:members")
+
+
+@login_required
+@require_POST
+def member_create(request: HttpRequest) -> HttpResponse:
+    """An admin makes the account (username, password) and tells the person how to sign in."""
+    admin = current.require_role(request, Role.ADMIN)
+    form = MemberAccountForm(request.POST, roles=Role.choices)
+    if not form.is_valid():
+        return _members_page(request, admin, account_form=form, status=400)
+    with transaction.atomic():
+        user = form.save()
+        Membership.objects.create(user=user, project=admin.project, role=form.cleaned_data["role"])
+    messages.success(request, f"Created {user} as a {form.cleaned_data['role']} of {admin.project}: they sign in "
+                              "with the password you chose.")
+    return redirect("projects:members")
+
+
+@login_required
+@require_POST
+def invite_revoke(request: HttpRequest, invite_id: int) -> HttpResponse:
+    admin = current.require_role(request, Role.ADMIN)
+    invite = get_object_or_404(Invite, pk=invite_id, project=admin.project, used_at__isnull=True,
+                               revoked_at__isnull=True)
+    invites.invite_revoke(invite=invite)
+    messages.success(request, f"The invite of {invite.invitee} no longer works.")
+    return redirect("projects:members")
+
+
+@require_http_methods(["GET", "POST"])
+def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
+    """The invited person's page: choose a username (unless the invite kept one)
+    and a password, then land in the project, signed in. 404 for a link nobody
+    issued, 410 for one used or expired."""
+    try:
+        invite = invites.invite_for_token(token)
+    except Invite.DoesNotExist:
+        raise Http404("No such invite: check the link, or ask the project's admin for a new one.") from None
+    except InviteGone as gone:
+        return render(request, "projects/invite_gone.html", {"why": str(gone), "invite": gone.invite}, status=410)
+    form = AccountForm(request.POST or None, username=invite.username,
+                       initial={"username": invite.email.split("@")[0]} if invite.email else None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user, invite = invites.invite_accept(token=token, username=form.cleaned_data["username"],
+                                         password=form.cleaned_data["password1"])
+        except InviteGone as gone:  # used in another tab meanwhile
+            return render(request, "projects/invite_gone.html", {"why": str(gone), "invite": gone.invite},
+                          status=410)
+        except IntegrityError:  # the username was taken between the check and the insert
+            form.add_error("username", "A user with that username already exists.")
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            request.session[current.SESSION_KEY] = invite.project_id
+            messages.success(request, f"Welcome to {invite.project}: you are a {invite.role}.")
+            return redirect("runs:list")
+    return render(request, "projects/invite_accept.html", {"invite": invite, "form": form},
+                  status=400 if form.errors else 200)
 
 
 def _member(request: HttpRequest, membership_id: int) -> Membership:
