@@ -32,6 +32,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@ $(VENV)/.demo-installed
 
 setup: $(VENV)/.installed
+	@PY=$(PY) bash scripts/gettext.sh
 
 services:
 	@$(WITH_ENV) bash scripts/services.sh
@@ -41,6 +42,7 @@ config:
 	@$(WITH_ENV) bash -c 'echo "DB_NAME=$${DB_NAME:-agentlab} DB_HOST=$${DB_HOST:-127.0.0.1} PORT=$${PORT:-8000}"'
 
 demo: $(VENV)/.demo-installed
+	@PY=$(PY) bash scripts/gettext.sh
 	@$(WITH_ENV) bash scripts/services.sh
 	@$(WITH_ENV) $(PY) scripts/demo.py
 

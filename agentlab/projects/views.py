@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from agentlab.projects import current
@@ -19,7 +20,7 @@ from agentlab.projects.services import MembershipError, membership_add, membersh
 def project_switch(request: HttpRequest) -> HttpResponse:
     raw = request.POST.get("project", "")
     if not raw.isdigit() or current.select(request, int(raw)) is None:
-        raise Http404("no such project among yours")
+        raise Http404(_("no such project among yours"))
     # Back to the list, not the page we came from: a run page of the old
     # project would now be a 404.
     target = request.POST.get("next", "")
@@ -40,7 +41,8 @@ def member_list(request: HttpRequest) -> HttpResponse:
         except MembershipError as exc:
             error = str(exc)
         else:
-            messages.success(request, f"{added.user} is now a {added.role} of {admin.project}.")
+            messages.success(request, _("%(user)s is now a %(role)s of %(project)s.")
+                             % {"user": added.user, "role": added.role_name, "project": admin.project})
             return redirect("projects:members")
     members = Membership.objects.filter(project=admin.project).select_related("user").order_by("user__username")
     return render(request, "projects/members.html",
@@ -63,7 +65,7 @@ def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
     except MembershipError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{member.user} is now a {member.role}.")
+        messages.success(request, _("%(user)s is now a %(role)s.") % {"user": member.user, "role": member.role_name})
     return redirect("projects:members")
 
 
@@ -76,5 +78,5 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     except MembershipError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{member.user} left {member.project}.")
+        messages.success(request, _("%(user)s left %(project)s.") % {"user": member.user, "project": member.project})
     return redirect("projects:members")
