@@ -89,6 +89,8 @@ TEMPLATES = [
             ],
             # {% load localmodel %}{% local_model_status %}: the New-run form's "local model: ..." line.
             "libraries": {"localmodel": "agentlab.templatetags.localmodel_status"},
+            # Replaces Django's English-only pluralize in every template (Chinese has no plural endings).
+            "builtins": ["agentlab.templatetags.plurals"],
         },
     },
 ]

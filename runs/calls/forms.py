@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from runs.core.form_fields import MODEL_CHOICES
 from tracing.model_calls import prompt_text
@@ -24,11 +25,11 @@ def _sendable(part: Any) -> Any:
 
 
 class ReplayForm(forms.Form):
-    provider = forms.ChoiceField(choices=MODEL_CHOICES, label="Model")
+    provider = forms.ChoiceField(choices=MODEL_CHOICES, label=_("Model"))
     model_name = forms.CharField(max_length=120, required=False,
-                                 help_text="Model name for an OpenAI-compatible endpoint.")
+                                 help_text=_("Model name for an OpenAI-compatible endpoint."))
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, required=False)
-    max_tokens = forms.IntegerField(min_value=1, max_value=32_000, required=False, label="max output tokens")
+    max_tokens = forms.IntegerField(min_value=1, max_value=32_000, required=False, label=_("max output tokens"))
 
     def __init__(self, *args: Any, api: str, messages: list[Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -36,7 +37,7 @@ class ReplayForm(forms.Form):
         if api == "completions":
             self.fields["content_0"] = forms.CharField(
                 widget=forms.Textarea(attrs={"rows": 12}), required=False, strip=False,
-                max_length=MAX_MESSAGE_CHARS, label="prompt", initial=prompt_text(messages))
+                max_length=MAX_MESSAGE_CHARS, label=_("prompt"), initial=prompt_text(messages))
             return
         for i, message in enumerate(messages):
             content = message.get("content") if isinstance(message, dict) else None
@@ -56,9 +57,9 @@ class ReplayForm(forms.Form):
             raise forms.ValidationError(f"The messages add up to {total:,} characters; at most "
                                         f"{MAX_TOTAL_CHARS:,} can be replayed.")
         if data.get("provider") == "openai" and not (data.get("model_name") or "").strip():
-            self.add_error("model_name", "Name the model to call on the OpenAI-compatible endpoint.")
+            self.add_error("model_name", _("Name the model to call on the OpenAI-compatible endpoint."))
         if data.get("provider") == "local" and self.api == "chat":
-            self.add_error("provider", "The local model takes a text prompt only; this call sent chat messages.")
+            self.add_error("provider", _("The local model takes a text prompt only; this call sent chat messages."))
         return data
 
     def edited_messages(self) -> list[dict[str, Any]]:

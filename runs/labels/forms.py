@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from runs.core.models import Run
 from tracing.labels import (
@@ -27,7 +28,7 @@ class RunLabelsForm(forms.Form):
     metadata = forms.CharField(required=False, max_length=_MAX_BOX_CHARS, strip=False,
                                help_text=f"one key=value a line; {MAX_METADATA_BYTES:,} bytes in all",
                                widget=forms.Textarea(attrs={"rows": 3, "cols": 50, "class": "mono"}))
-    session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label="session")
+    session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label=_("session"))
 
     @classmethod
     def for_run(cls, run: Run, data=None) -> RunLabelsForm:

@@ -3,6 +3,8 @@ from __future__ import annotations
 import re
 
 from django import forms
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
 from agentlab import localmodel
 from runs.agent.faults import FaultError, FaultRates
@@ -22,49 +24,51 @@ def local_model_unusable() -> str:
     state = localmodel.status()
     if state.state == localmodel.BUILDING:
         done = re.match(r"\d+%", state.progress or "")
-        return (f"The local model is still building, {done.group() if done else 'just started'} — use sim "
-                "meanwhile.")
+        if done:
+            return _("The local model is still building, %(progress)s — use sim meanwhile.") % {"progress": done.group()}
+        return _("The local model is still building, just started — use sim meanwhile.")
     if state.state == localmodel.STARTING:
-        return "The local model is still starting — use sim meanwhile."
+        return _("The local model is still starting — use sim meanwhile.")
     if state.state == localmodel.FAILED:
-        return f"The local model failed ({state.detail}) — use sim, or see {state.log or 'its log'}."
+        return _("The local model failed (%(detail)s) — use sim, or see %(log)s.") % {
+            "detail": state.detail, "log": state.log or _("its log")}
     return ""
 
 
 class NewRunForm(forms.Form):
     task = forms.ModelChoiceField(queryset=Task.objects.all(), required=False, to_field_name="slug",
-                                  empty_label="— free prompt —")
+                                  empty_label=_("— free prompt —"))
     prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=4000,
-                             help_text="Used when no task is picked.")
-    provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label="Model")
-    model_name = forms.CharField(max_length=120, required=False, help_text="Model name for an OpenAI-compatible endpoint.")
+                             help_text=_("Used when no task is picked."))
+    provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label=_("Model"))
+    model_name = forms.CharField(max_length=120, required=False, help_text=_("Model name for an OpenAI-compatible endpoint."))
     mode = forms.ChoiceField(choices=Run.Mode.choices, initial=Run.Mode.TOOLS,
-                             help_text="tools: native tool calls; text: Thought / Action lines parsed from the "
-                                       "completion (the local model knows only text).")
+                             help_text=_("tools: native tool calls; text: Thought / Action lines parsed from the "
+                                       "completion (the local model knows only text)."))
     temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.7)
-    max_steps = forms.IntegerField(min_value=1, max_value=200, initial=15, help_text="Model turns, 1–200.")
+    max_steps = forms.IntegerField(min_value=1, max_value=200, initial=15, help_text=_("Model turns, 1–200."))
     max_tokens = forms.IntegerField(min_value=100, max_value=1_000_000, initial=20_000)
     max_cost = cost_budget_field()
-    reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text="1–50 runs of the same prompt.")
+    reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text=_("1–50 runs of the same prompt."))
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
-    tags = forms.CharField(required=False, max_length=10_000, help_text=f"comma-separated; at most {MAX_TAGS}")
-    session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label="session",
-                                 help_text="runs sharing it are listed together")
-    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="off — no watchdog",
-                                    help_text="Watchdog policy (latest version of each).")
+    tags = forms.CharField(required=False, max_length=10_000, help_text=_("comma-separated; at most %(n)d") % {"n": MAX_TAGS})
+    session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label=_("session"),
+                                 help_text=_("runs sharing it are listed together"))
+    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label=_("off — no watchdog"),
+                                    help_text=_("Watchdog policy (latest version of each)."))
     # Fault injection: share of tool calls that fail this way (0–1 each).
-    fault_timeout = forms.FloatField(required=False, min_value=0, max_value=1, label="timeouts")
-    fault_http500 = forms.FloatField(required=False, min_value=0, max_value=1, label="HTTP 500s")
-    fault_empty = forms.FloatField(required=False, min_value=0, max_value=1, label="empty results")
-    fault_junk = forms.FloatField(required=False, min_value=0, max_value=1, label="HTML junk")
+    fault_timeout = forms.FloatField(required=False, min_value=0, max_value=1, label=_("timeouts"))
+    fault_http500 = forms.FloatField(required=False, min_value=0, max_value=1, label=_("HTTP 500s"))
+    fault_empty = forms.FloatField(required=False, min_value=0, max_value=1, label=_("empty results"))
+    fault_junk = forms.FloatField(required=False, min_value=0, max_value=1, label=_("HTML junk"))
     # Simulated-model behaviour knobs (probabilities); blank = drawn from the seed.
-    sim_forget = forms.FloatField(required=False, min_value=0, max_value=1, label="forgets last observation")
-    sim_rephrase = forms.FloatField(required=False, min_value=0, max_value=1, label="rephrases in circles")
-    sim_wrong_premise = forms.FloatField(required=False, min_value=0, max_value=1, label="adopts a wrong premise")
-    sim_early_finish = forms.FloatField(required=False, min_value=0, max_value=1, label="finishes too early")
-    sim_ignore_hint = forms.FloatField(required=False, min_value=0, max_value=1, label="ignores hints")
+    sim_forget = forms.FloatField(required=False, min_value=0, max_value=1, label=_("forgets last observation"))
+    sim_rephrase = forms.FloatField(required=False, min_value=0, max_value=1, label=_("rephrases in circles"))
+    sim_wrong_premise = forms.FloatField(required=False, min_value=0, max_value=1, label=_("adopts a wrong premise"))
+    sim_early_finish = forms.FloatField(required=False, min_value=0, max_value=1, label=_("finishes too early"))
+    sim_ignore_hint = forms.FloatField(required=False, min_value=0, max_value=1, label=_("ignores hints"))
     sim_latency_ms = forms.IntegerField(required=False, min_value=0, max_value=10_000, initial=300,
-                                        label="think time (ms)", help_text="per model call, so you can watch it")
+                                        label=_("think time (ms)"), help_text=_("per model call, so you can watch it"))
 
     SIM_KNOBS = ("forget", "rephrase", "wrong_premise", "early_finish", "ignore_hint")
     FAULTS = ("timeout", "http500", "empty", "junk")
@@ -80,7 +84,7 @@ class NewRunForm(forms.Form):
     def clean(self):
         data = super().clean()
         if not data.get("task") and not (data.get("prompt") or "").strip():
-            self.add_error("prompt", "Pick a task or type a prompt.")
+            self.add_error("prompt", _("Pick a task or type a prompt."))
         provider = data.get("provider")
         if provider in MODES_OF_PROVIDER:
             # A model that works in one mode only gets it, whatever the form said
@@ -89,7 +93,7 @@ class NewRunForm(forms.Form):
         if provider == "local" and (why := local_model_unusable()):
             self.add_error("provider", why)
         if provider == "openai" and not (data.get("model_name") or "").strip():
-            self.add_error("model_name", "Name the model to call on the OpenAI-compatible endpoint.")
+            self.add_error("model_name", _("Name the model to call on the OpenAI-compatible endpoint."))
         try:
             FaultRates.from_dict(self.faults())
         except FaultError as exc:
@@ -119,29 +123,29 @@ class RunFilterForm(forms.Form):
     # The search box (runs.search): an id, or any text of the run's steps.
     q = forms.CharField(required=False, max_length=500, strip=True)
     # "text": search the steps even when q is also an id.
-    within = forms.ChoiceField(choices=[("", "ids and text"), ("text", "text only")], required=False)
-    status = forms.ChoiceField(choices=[("", "any status"), *Run.Status.choices], required=False)
+    within = forms.ChoiceField(choices=[("", _("ids and text")), ("text", _("text only"))], required=False)
+    status = forms.ChoiceField(choices=[("", _("any status")), *Run.Status.choices], required=False)
     task = forms.CharField(required=False, max_length=80)
     model = forms.CharField(required=False, max_length=120)
-    mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)
-    intervened = forms.ChoiceField(choices=[("", "any interventions"), ("yes", "had an intervention"),
-                                            ("no", "no intervention")],
+    mode = forms.ChoiceField(choices=[("", _("any mode")), *Run.Mode.choices], required=False)
+    intervened = forms.ChoiceField(choices=[("", _("any interventions")), ("yes", _("had an intervention")),
+                                            ("no", _("no intervention"))],
                                    required=False)
     detector = forms.CharField(required=False, max_length=40)
-    tier = forms.ChoiceField(choices=[("", "any tier"), ("hint", "hint"), ("redirect", "redirect"), ("stop", "stop")],
+    tier = forms.ChoiceField(choices=[("", _("any tier")), ("hint", _("hint")), ("redirect", _("redirect")), ("stop", _("stop"))],
                              required=False)
-    policy = forms.CharField(required=False, max_length=80, help_text=f"a policy name, or '{POLICY_OFF}'")
+    policy = forms.CharField(required=False, max_length=80, help_text=_("a policy name, or '%(off)s'") % {"off": POLICY_OFF})
     steps_min = forms.IntegerField(required=False, min_value=0)
     steps_max = forms.IntegerField(required=False, min_value=0)
-    outcome = forms.ChoiceField(choices=[("", "any outcome"), ("correct", "correct"), ("wrong", "wrong"),
-                                         ("unscored", "unscored")], required=False)
-    stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"),
-                                            ("cost_budget", "cost budget"), ("wall_time", "wall time"),
-                                            ("watchdog", "watchdog"), ("user", "user"),
-                                            ("unfinished", "unfinished (imported)")], required=False)
-    anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break"),
-                                        *[(p, f"lost it: {anchor_label(p)}") for p in PATTERNS]], required=False)
-    forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
+    outcome = forms.ChoiceField(choices=[("", _("any outcome")), ("correct", _("correct")), ("wrong", _("wrong")),
+                                         ("unscored", _("unscored"))], required=False)
+    stopped_by = forms.ChoiceField(choices=[("", _("any end")), ("max_steps", _("max steps")), ("token_budget", _("token budget")),
+                                            ("cost_budget", _("cost budget")), ("wall_time", _("wall time")),
+                                            ("watchdog", _("watchdog")), ("user", _("user")),
+                                            ("unfinished", _("unfinished (imported)"))], required=False)
+    anchor = forms.ChoiceField(choices=[("", _("any anchoring")), ("broken", _("lost its anchor")), ("kept", _("no anchor break")),
+                                        *[(p, format_lazy(_("lost it: {}"), anchor_label(p))) for p in PATTERNS]], required=False)
+    forks = forms.ChoiceField(choices=[("", _("forks too")), ("no", _("no forks")), ("only", _("forks only"))], required=False)
     since = FilterDateField()
     evaluation = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
     strategy = forms.CharField(required=False, max_length=20, widget=forms.HiddenInput)
@@ -152,10 +156,10 @@ class RunFilterForm(forms.Form):
                              required=False)
 
     # What a screen reader says for each select (whose empty choice also names it: "any tier").
-    LABELS = {"status": "status", "mode": "mode", "intervened": "interventions", "tier": "intervention tier",
-              "anchor": "anchoring", "outcome": "outcome", "stopped_by": "how the run ended", "forks": "forks",
-              "steps_min": "at least this many steps", "steps_max": "at most this many steps",
-              "since": "created since", "until": "created until"}
+    LABELS = {"status": _("status"), "mode": _("mode"), "intervened": _("interventions"),
+              "tier": _("intervention tier"), "anchor": _("anchoring"), "outcome": _("outcome"),
+              "stopped_by": _("how the run ended"), "forks": _("forks"), "steps_min": _("at least this many steps"),
+              "steps_max": _("at most this many steps"), "since": _("created since"), "until": _("created until")}
 
     def __init__(self, data=None, *args, **kwargs):
         if data is not None and data.get("status") in LEGACY_STATUSES:
@@ -165,8 +169,8 @@ class RunFilterForm(forms.Form):
         super().__init__(data, *args, **kwargs)
         for name, label in self.LABELS.items():
             self.fields[name].widget.attrs["aria-label"] = label
-        self.fields["steps_min"].widget.attrs["placeholder"] = "min"
-        self.fields["steps_max"].widget.attrs["placeholder"] = "max"
+        self.fields["steps_min"].widget.attrs["placeholder"] = _("min")
+        self.fields["steps_max"].widget.attrs["placeholder"] = _("max")
 
     def filters(self) -> RunFilters:
         return RunFilters.of(self.cleaned_data)

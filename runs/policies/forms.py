@@ -5,6 +5,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from runs.policies.fields import FIELDS
 from runs.policies.services import COLUMNS
@@ -64,12 +65,12 @@ class PolicyForm(forms.Form):
     enabled = forms.BooleanField(required=False, label=FIELDS["enabled"].label, help_text=FIELDS["enabled"].help)
     use_complexity = forms.BooleanField(required=False, label=FIELDS["use_complexity"].label,
                                         help_text=FIELDS["use_complexity"].help)
-    use_json = forms.BooleanField(required=False, label="edit as JSON",
-                                  help_text="save the JSON below instead of the fields above")
+    use_json = forms.BooleanField(required=False, label=_("edit as JSON"),
+                                  help_text=_("save the JSON below instead of the fields above"))
     config = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "class": "mono"}), required=False,
-                             label="policy as JSON",
-                             help_text="thresholds, windows, ladder, enabled, use_complexity; missing keys take "
-                                       "the defaults")
+                             label=_("policy as JSON"),
+                             help_text=_("thresholds, windows, ladder, enabled, use_complexity; missing keys take "
+                                       "the defaults"))
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -117,7 +118,7 @@ def whatif_save(request: HttpRequest, job_id: int, position: int) -> HttpRespons
     job = get_object_or_404(WhatIfJob, pk=job_id, project_id=access.project_id(request))
     access.require_admin(request)
     if not 0 <= position < len(job.policies):
-        return HttpResponse("no such policy in this what-if", status=404, content_type="text/plain; charset=utf-8")
+        return HttpResponse(_("no such policy in this what-if"), status=404, content_type="text/plain; charset=utf-8")
     value = job.sweep_values[position] if job.sweep_values else None
     try:
         saved = policy_version_save(
