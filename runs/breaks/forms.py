@@ -16,4 +16,4 @@ class BreakSettingsForm(forms.Form):
 
 
 class OverrideForm(forms.Form):
-    override = forms.ChoiceField(choices=[(o, o or "auto") for o in rule.OVERRIDES], required=False)
+    override = forms.ChoiceField(label=_("Override"), choices=[(o, o or "auto") for o in rule.OVERRIDES], required=False)

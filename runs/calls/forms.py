@@ -8,6 +8,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from runs.core.form_fields import MODEL_CHOICES
+from runs.core.terms import term
 from tracing.model_calls import prompt_text
 
 # A replayed message may be as long as a stored one may be shown (1 MB and a bit).
@@ -26,9 +27,9 @@ def _sendable(part: Any) -> Any:
 
 class ReplayForm(forms.Form):
     provider = forms.ChoiceField(choices=MODEL_CHOICES, label=_("Model"))
-    model_name = forms.CharField(max_length=120, required=False,
+    model_name = forms.CharField(label=_("Model name"), max_length=120, required=False,
                                  help_text=_("Model name for an OpenAI-compatible endpoint."))
-    temperature = forms.FloatField(min_value=0.0, max_value=2.0, required=False)
+    temperature = forms.FloatField(label=_("Temperature"), min_value=0.0, max_value=2.0, required=False)
     max_tokens = forms.IntegerField(min_value=1, max_value=32_000, required=False, label=_("max output tokens"))
 
     def __init__(self, *args: Any, api: str, messages: list[Any], **kwargs: Any) -> None:
@@ -44,7 +45,7 @@ class ReplayForm(forms.Form):
             if isinstance(content, str) or content is None:
                 self.fields[f"content_{i}"] = forms.CharField(
                     widget=forms.Textarea(attrs={"rows": 3}), required=False, strip=False,
-                    max_length=MAX_MESSAGE_CHARS, label=str(message.get("role", "?")) if isinstance(message, dict)
+                    max_length=MAX_MESSAGE_CHARS, label=term(str(message.get("role", "?"))) if isinstance(message, dict)
                     else "?", initial=content or "")
 
     def message_fields(self):

@@ -172,17 +172,17 @@ class Run(models.Model):
         is the infrastructure failing (the model endpoint, the worker).
         """
 
-        QUEUED = "queued"
-        RUNNING = "running"
-        FINISHED = "finished"
-        STOPPED = "stopped"
-        ERROR = "error"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        FINISHED = "finished", _("Finished")
+        STOPPED = "stopped", _("Stopped")
+        ERROR = "error", _("Error")
         # Paused on a call to a writing tool until a reviewer decides (runs/approvals).
         AWAITING = "awaiting", _("awaiting approval")
 
     class Mode(models.TextChoices):
-        TOOLS = "tools"
-        TEXT = "text"
+        TOOLS = "tools", _("Tools")
+        TEXT = "text", _("Text")
 
     class Provider(models.TextChoices):
         SIM = "sim", _("simulated")

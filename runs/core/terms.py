@@ -8,6 +8,7 @@ value not listed here is shown as stored.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 TERMS = {
@@ -30,6 +31,8 @@ TERMS = {
     "user": pgettext_lazy("step kind", "user"),
     "system": pgettext_lazy("step kind", "system"),
     "watchdog": pgettext_lazy("step kind", "watchdog"),
+    "assistant": pgettext_lazy("step kind", "assistant"),
+    "tool": pgettext_lazy("step kind", "tool"),
     # Detectors.
     "repetition": pgettext_lazy("detector", "repetition"),
     "stagnation": pgettext_lazy("detector", "stagnation"),
@@ -56,12 +59,51 @@ TERMS = {
     "token_budget": pgettext_lazy("ended by", "token budget"),
     "cost_budget": pgettext_lazy("ended by", "cost budget"),
     "wall_time": pgettext_lazy("ended by", "wall time"),
+    # Failure layers (tracing.attribution; "observation" is the step kind's word above).
+    "plan": pgettext_lazy("layer", "plan"),
+    "parameters": pgettext_lazy("layer", "parameters"),
+    "synthesis": pgettext_lazy("layer", "synthesis"),
+    "termination": pgettext_lazy("layer", "termination"),
+    # What runs are grouped and compared by (the dashboard's tables, compare's columns, the review figures).
+    "task": pgettext_lazy("grouped by", "task"),
+    "model": pgettext_lazy("grouped by", "model"),
+    "policy": pgettext_lazy("grouped by", "policy"),
+    "tag": pgettext_lazy("grouped by", "tag"),
+    "tags": pgettext_lazy("grouped by", "tags"),
+    "mode": pgettext_lazy("grouped by", "mode"),
+    "provider": pgettext_lazy("grouped by", "provider"),
+    "temperature": pgettext_lazy("grouped by", "temperature"),
+    "detector": pgettext_lazy("grouped by", "detector"),
+    "tier": pgettext_lazy("grouped by", "tier"),
+    "threshold": pgettext_lazy("grouped by", "threshold"),
+    # The compare grid's last cell of a run.
+    "(ended)": pgettext_lazy("compare cell", "(ended)"),
+    "(no steps)": pgettext_lazy("compare cell", "(no steps)"),
+}
+
+# What each failure layer means (tracing.attribution.LAYERS' descriptions, in the page's language).
+LAYER_DESCRIPTIONS = {
+    "plan": _("Wrong decomposition or goal: the agent set out to do the wrong thing, dropped part of the task, or "
+              "went round in circles instead of widening its search."),
+    "parameters": _("Wrong tool or arguments: the intent was right, but the calls were invalid, malformed or did not "
+                    "do what the agent meant, and it never got past them."),
+    "observation": _("A result misread, overlooked, or trusted when it should not have been (success claimed after a "
+                     "failure, an empty result taken as proof)."),
+    "synthesis": _("The evidence was there and read, but the answer combined it wrongly."),
+    "termination": _("Stopped too early (gave up, answered untested or from memory) or too late (ran out of steps)."),
 }
 
 
 def term(value) -> str:
     """`value` in the request's language, or as stored when it is not one of the terms."""
+    if isinstance(value, (list, tuple)):  # a run's detectors, tiers: listed as words
+        return ", ".join(term(v) for v in value)
     if not isinstance(value, str):
         return "" if value is None else str(value)
     found = TERMS.get(value)
     return str(found) if found is not None else value
+
+
+def layer_description(key: str, default: str = "") -> str:
+    found = LAYER_DESCRIPTIONS.get(key)
+    return str(found) if found is not None else default

@@ -19,10 +19,10 @@ MAX_PERIOD_DAYS = 3660
 class DashboardForm(forms.Form):
     since = FilterDateField()
     until = FilterDateField()
-    task = forms.CharField(required=False, max_length=80)
-    model = forms.CharField(required=False, max_length=120)
-    mode = forms.ChoiceField(choices=[("", _("any mode")), *Run.Mode.choices], required=False)
-    policy = forms.CharField(required=False, max_length=80, help_text=f"a policy name, or '{POLICY_OFF}'")
+    task = forms.CharField(label=_("Task"), required=False, max_length=80)
+    model = forms.CharField(label=_("Model"), required=False, max_length=120)
+    mode = forms.ChoiceField(label=_("Mode"), choices=[("", _("any mode")), *Run.Mode.choices], required=False)
+    policy = forms.CharField(label=_("Policy"), required=False, max_length=80, help_text=f"a policy name, or '{POLICY_OFF}'")
     tag, meta, session = label_filter_fields()
 
     def clean(self):

@@ -14,26 +14,26 @@ MAX_RUNS = 2000
 
 
 class EvaluationForm(forms.Form):
-    name = forms.CharField(max_length=200, required=False)
-    tasks = forms.ModelMultipleChoiceField(queryset=Task.objects.all(), to_field_name="slug", required=False,
+    name = forms.CharField(label=_("Name"), max_length=200, required=False)
+    tasks = forms.ModelMultipleChoiceField(label=_("Tasks"), queryset=Task.objects.all(), to_field_name="slug", required=False,
                                            widget=forms.CheckboxSelectMultiple)
     all_tasks = forms.BooleanField(required=False, label=_("every task"), help_text=_("all tasks, ticked or not"))
-    strategies = forms.MultipleChoiceField(choices=list(STRATEGIES.items()), required=False,
+    strategies = forms.MultipleChoiceField(label=_("Strategies"), choices=list(STRATEGIES.items()), required=False,
                                            widget=forms.CheckboxSelectMultiple)
     provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label=_("Model"))
-    model_name = forms.CharField(max_length=120, required=False)
-    mode = forms.ChoiceField(choices=Run.Mode.choices, initial=Run.Mode.TOOLS)
-    temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.0)
-    reruns = forms.IntegerField(min_value=1, max_value=50, initial=5, help_text=_("runs per task and strategy (k)"))
+    model_name = forms.CharField(label=_("Model name"), max_length=120, required=False)
+    mode = forms.ChoiceField(label=_("Mode"), choices=Run.Mode.choices, initial=Run.Mode.TOOLS)
+    temperature = forms.FloatField(label=_("Temperature"), min_value=0.0, max_value=2.0, initial=0.0)
+    reruns = forms.IntegerField(label=_("Reruns"), min_value=1, max_value=50, initial=5, help_text=_("runs per task and strategy (k)"))
     # The one budget every strategy gets. Zero is refused by the field (min 1;
     # the cost's min is a hundredth of a cent, blank for no cost limit).
-    max_steps = forms.IntegerField(min_value=1, max_value=200, initial=10, help_text=_("model turns and scripted calls"))
-    max_tokens = forms.IntegerField(min_value=1, max_value=1_000_000, initial=20_000)
+    max_steps = forms.IntegerField(label=_("Max steps"), min_value=1, max_value=200, initial=10, help_text=_("model turns and scripted calls"))
+    max_tokens = forms.IntegerField(label=_("Max tokens"), min_value=1, max_value=1_000_000, initial=20_000)
     max_seconds = forms.IntegerField(min_value=1, max_value=3600, initial=120, label=_("max wall time (s)"))
     max_cost = cost_budget_field()
-    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label=_("— none —"),
+    policy = forms.ModelChoiceField(label=_("Policy"), queryset=Policy.objects.none(), required=False, empty_label=_("— none —"),
                                     help_text=_("the watchdog of the ReAct strategy"))
-    seed = forms.IntegerField(required=False, min_value=0, max_value=2**30)
+    seed = forms.IntegerField(label=_("Seed"), required=False, min_value=0, max_value=2**30)
 
     def __init__(self, *args, tasks=None, policies=None, **kwargs):
         # The current project's tasks and policies (runs.core.access); all of them for the command line.

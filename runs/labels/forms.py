@@ -22,10 +22,10 @@ _MAX_BOX_CHARS = 100_000
 
 
 class RunLabelsForm(forms.Form):
-    tags = forms.CharField(required=False, max_length=_MAX_BOX_CHARS, strip=False,
+    tags = forms.CharField(label=_("Tags"), required=False, max_length=_MAX_BOX_CHARS, strip=False,
                            help_text=f"comma-separated; at most {MAX_TAGS} tags of {MAX_TAG_CHARS} characters",
                            widget=forms.TextInput(attrs={"size": 50}))
-    metadata = forms.CharField(required=False, max_length=_MAX_BOX_CHARS, strip=False,
+    metadata = forms.CharField(label=_("Metadata"), required=False, max_length=_MAX_BOX_CHARS, strip=False,
                                help_text=f"one key=value a line; {MAX_METADATA_BYTES:,} bytes in all",
                                widget=forms.Textarea(attrs={"rows": 3, "cols": 50, "class": "mono"}))
     session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label=_("session"))

@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from agentlab import localmodel
 from runs.agent.faults import FaultError, FaultRates
-from runs.core.anchor_names import anchor_label
+from runs.core.anchor_names import ANCHOR_LABELS
 from runs.core.form_fields import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field, label_filter_fields
 from runs.core.models import Policy, Run, Task
 from runs.date_filters import FilterDateField
@@ -36,25 +36,25 @@ def local_model_unusable() -> str:
 
 
 class NewRunForm(forms.Form):
-    task = forms.ModelChoiceField(queryset=Task.objects.all(), required=False, to_field_name="slug",
+    task = forms.ModelChoiceField(label=_("Task"), queryset=Task.objects.all(), required=False, to_field_name="slug",
                                   empty_label=_("— free prompt —"))
-    prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=4000,
+    prompt = forms.CharField(label=_("Prompt"), widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=4000,
                              help_text=_("Used when no task is picked."))
     provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label=_("Model"))
-    model_name = forms.CharField(max_length=120, required=False, help_text=_("Model name for an OpenAI-compatible endpoint."))
-    mode = forms.ChoiceField(choices=Run.Mode.choices, initial=Run.Mode.TOOLS,
+    model_name = forms.CharField(label=_("Model name"), max_length=120, required=False, help_text=_("Model name for an OpenAI-compatible endpoint."))
+    mode = forms.ChoiceField(label=_("Mode"), choices=Run.Mode.choices, initial=Run.Mode.TOOLS,
                              help_text=_("tools: native tool calls; text: Thought / Action lines parsed from the "
                                        "completion (the local model knows only text)."))
-    temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.7)
-    max_steps = forms.IntegerField(min_value=1, max_value=200, initial=15, help_text=_("Model turns, 1–200."))
-    max_tokens = forms.IntegerField(min_value=100, max_value=1_000_000, initial=20_000)
+    temperature = forms.FloatField(label=_("Temperature"), min_value=0.0, max_value=2.0, initial=0.7)
+    max_steps = forms.IntegerField(label=_("Max steps"), min_value=1, max_value=200, initial=15, help_text=_("Model turns, 1–200."))
+    max_tokens = forms.IntegerField(label=_("Max tokens"), min_value=100, max_value=1_000_000, initial=20_000)
     max_cost = cost_budget_field()
-    reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text=_("1–50 runs of the same prompt."))
-    seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
-    tags = forms.CharField(required=False, max_length=10_000, help_text=_("comma-separated; at most %(n)d") % {"n": MAX_TAGS})
+    reruns = forms.IntegerField(label=_("Reruns"), min_value=1, max_value=50, initial=1, help_text=_("1–50 runs of the same prompt."))
+    seed = forms.IntegerField(label=_("Seed"), required=False, min_value=0, max_value=2**31 - 1)
+    tags = forms.CharField(label=_("Tags"), required=False, max_length=10_000, help_text=_("comma-separated; at most %(n)d") % {"n": MAX_TAGS})
     session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label=_("session"),
                                  help_text=_("runs sharing it are listed together"))
-    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label=_("off — no watchdog"),
+    policy = forms.ModelChoiceField(label=_("Policy"), queryset=Policy.objects.none(), required=False, empty_label=_("off — no watchdog"),
                                     help_text=_("Watchdog policy (latest version of each)."))
     # Fault injection: share of tool calls that fail this way (0–1 each).
     fault_timeout = forms.FloatField(required=False, min_value=0, max_value=1, label=_("timeouts"))
@@ -121,38 +121,38 @@ LEGACY_STATUSES = {"succeeded": "correct", "failed": "wrong"}
 
 class RunFilterForm(forms.Form):
     # The search box (runs.search): an id, or any text of the run's steps.
-    q = forms.CharField(required=False, max_length=500, strip=True)
+    q = forms.CharField(label=_("Q"), required=False, max_length=500, strip=True)
     # "text": search the steps even when q is also an id.
-    within = forms.ChoiceField(choices=[("", _("ids and text")), ("text", _("text only"))], required=False)
-    status = forms.ChoiceField(choices=[("", _("any status")), *Run.Status.choices], required=False)
-    task = forms.CharField(required=False, max_length=80)
-    model = forms.CharField(required=False, max_length=120)
-    mode = forms.ChoiceField(choices=[("", _("any mode")), *Run.Mode.choices], required=False)
-    intervened = forms.ChoiceField(choices=[("", _("any interventions")), ("yes", _("had an intervention")),
+    within = forms.ChoiceField(label=_("Within"), choices=[("", _("ids and text")), ("text", _("text only"))], required=False)
+    status = forms.ChoiceField(label=_("Status"), choices=[("", _("any status")), *Run.Status.choices], required=False)
+    task = forms.CharField(label=_("Task"), required=False, max_length=80)
+    model = forms.CharField(label=_("Model"), required=False, max_length=120)
+    mode = forms.ChoiceField(label=_("Mode"), choices=[("", _("any mode")), *Run.Mode.choices], required=False)
+    intervened = forms.ChoiceField(label=_("Intervened"), choices=[("", _("any interventions")), ("yes", _("had an intervention")),
                                             ("no", _("no intervention"))],
                                    required=False)
-    detector = forms.CharField(required=False, max_length=40)
-    tier = forms.ChoiceField(choices=[("", _("any tier")), ("hint", _("hint")), ("redirect", _("redirect")), ("stop", _("stop"))],
+    detector = forms.CharField(label=_("Detector"), required=False, max_length=40)
+    tier = forms.ChoiceField(label=_("Tier"), choices=[("", _("any tier")), ("hint", _("hint")), ("redirect", _("redirect")), ("stop", _("stop"))],
                              required=False)
-    policy = forms.CharField(required=False, max_length=80, help_text=_("a policy name, or '%(off)s'") % {"off": POLICY_OFF})
-    steps_min = forms.IntegerField(required=False, min_value=0)
-    steps_max = forms.IntegerField(required=False, min_value=0)
-    outcome = forms.ChoiceField(choices=[("", _("any outcome")), ("correct", _("correct")), ("wrong", _("wrong")),
+    policy = forms.CharField(label=_("Policy"), required=False, max_length=80, help_text=_("a policy name, or '%(off)s'") % {"off": POLICY_OFF})
+    steps_min = forms.IntegerField(label=_("Steps min"), required=False, min_value=0)
+    steps_max = forms.IntegerField(label=_("Steps max"), required=False, min_value=0)
+    outcome = forms.ChoiceField(label=_("Outcome"), choices=[("", _("any outcome")), ("correct", _("correct")), ("wrong", _("wrong")),
                                          ("unscored", _("unscored"))], required=False)
-    stopped_by = forms.ChoiceField(choices=[("", _("any end")), ("max_steps", _("max steps")), ("token_budget", _("token budget")),
+    stopped_by = forms.ChoiceField(label=_("Stopped by"), choices=[("", _("any end")), ("max_steps", _("max steps")), ("token_budget", _("token budget")),
                                             ("cost_budget", _("cost budget")), ("wall_time", _("wall time")),
                                             ("watchdog", _("watchdog")), ("user", _("user")),
                                             ("unfinished", _("unfinished (imported)"))], required=False)
-    anchor = forms.ChoiceField(choices=[("", _("any anchoring")), ("broken", _("lost its anchor")), ("kept", _("no anchor break")),
-                                        *[(p, format_lazy(_("lost it: {}"), anchor_label(p))) for p in PATTERNS]], required=False)
-    forks = forms.ChoiceField(choices=[("", _("forks too")), ("no", _("no forks")), ("only", _("forks only"))], required=False)
+    anchor = forms.ChoiceField(label=_("Anchor"), choices=[("", _("any anchoring")), ("broken", _("lost its anchor")), ("kept", _("no anchor break")),
+                                        *[(p, format_lazy(_("lost it: {}"), ANCHOR_LABELS.get(p, p))) for p in PATTERNS]], required=False)
+    forks = forms.ChoiceField(label=_("Forks"), choices=[("", _("forks too")), ("no", _("no forks")), ("only", _("forks only"))], required=False)
     since = FilterDateField()
-    evaluation = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
-    strategy = forms.CharField(required=False, max_length=20, widget=forms.HiddenInput)
+    evaluation = forms.IntegerField(label=_("Evaluation"), required=False, min_value=1, widget=forms.HiddenInput)
+    strategy = forms.CharField(label=_("Strategy"), required=False, max_length=20, widget=forms.HiddenInput)
     until = FilterDateField()
     tag, meta, session = label_filter_fields()
-    before = forms.CharField(required=False, max_length=80)
-    sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
+    before = forms.CharField(label=_("Before"), required=False, max_length=80)
+    sort = forms.ChoiceField(label=_("Sort"), choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
                              required=False)
 
     # What a screen reader says for each select (whose empty choice also names it: "any tier").

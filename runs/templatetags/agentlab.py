@@ -7,6 +7,7 @@ from runs.core import step_rows
 from runs.core.anchor_names import anchor_label
 from runs.core.anchor_reasons import anchor_reason
 from runs.core.prices import money
+from runs.core.terms import layer_description as layer_description_of
 from runs.core.terms import term as term_of
 from tracing import shown_json
 
@@ -26,6 +27,12 @@ def pretty_json(value) -> str:
 def term(value) -> str:
     """A stored status, step kind, detector or tier as the page's language says it (runs/core/terms.py)."""
     return term_of(value)
+
+
+@register.filter
+def layer_description(layer) -> str:
+    """A failure layer's meaning in the page's language (`layer` has .key and .description)."""
+    return layer_description_of(getattr(layer, "key", ""), getattr(layer, "description", ""))
 
 
 @register.filter

@@ -16,15 +16,15 @@ SWEEPABLE = [f"{section}.{f.name}" for section, kind in (("thresholds", Threshol
 
 
 class WhatIfForm(forms.Form):
-    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label=_("— built-in default —"))
-    config = forms.CharField(widget=forms.Textarea(attrs={"rows": 18, "class": "mono"}),
+    policy = forms.ModelChoiceField(label=_("Policy"), queryset=Policy.objects.none(), required=False, empty_label=_("— built-in default —"))
+    config = forms.CharField(label=_("Config"), widget=forms.Textarea(attrs={"rows": 18, "class": "mono"}),
                              help_text=_("the policy to replay (JSON: thresholds, windows, ladder, enabled...)"))
     sweep_path = forms.ChoiceField(choices=[("", _("no sweep")), *[(p, p) for p in SWEEPABLE]], required=False,
                                    label=_("sweep field"))
-    sweep_values = forms.CharField(required=False, max_length=400, help_text=_("comma-separated, e.g. 6, 8, 10, 12"))
-    task = forms.CharField(required=False, max_length=80)
-    model = forms.CharField(required=False, max_length=120)
-    source = forms.CharField(required=False, max_length=40)
+    sweep_values = forms.CharField(label=_("Sweep values"), required=False, max_length=400, help_text=_("comma-separated, e.g. 6, 8, 10, 12"))
+    task = forms.CharField(label=_("Task"), required=False, max_length=80)
+    model = forms.CharField(label=_("Model"), required=False, max_length=120)
+    source = forms.CharField(label=_("Source"), required=False, max_length=40)
 
     def __init__(self, *args, project_id: int | None, **kwargs):
         super().__init__(*args, **kwargs)
