@@ -47,8 +47,10 @@ document.addEventListener("click", async (event) => {
     const area = document.createElement("textarea");
     area.value = text; document.body.append(area); area.select(); document.execCommand("copy"); area.remove();
   }
-  button.classList.add("copied"); button.textContent = "copied";
-  setTimeout(() => { button.classList.remove("copied"); button.textContent = "copy"; }, 1500);
+  // The words come with the button, in the page's language (runs/core/step_payloads.py).
+  const idle = button.textContent;
+  button.classList.add("copied"); button.textContent = button.dataset.copied || "copied";
+  setTimeout(() => { button.classList.remove("copied"); button.textContent = idle; }, 1500);
 });
 // A waterfall bar or a span names its step: on this page, scroll to it; a step
 // not loaded yet follows the link (the run page opens with that step loaded).
