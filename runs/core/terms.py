@@ -51,6 +51,16 @@ TERMS = {
     "dead loop": pgettext_lazy("observation class", "dead loop"),
     "repeated call": pgettext_lazy("observation class", "repeated call"),
     "truncated": pgettext_lazy("observation class", "truncated"),
+    # Observation governance (tracing.governance): a result's class and trust level.
+    "usable fact": pgettext_lazy("observation class", "usable fact"),
+    "needs cross-check": pgettext_lazy("observation class", "needs cross-check"),
+    "retryable error": pgettext_lazy("observation class", "retryable error"),
+    "injection alert": pgettext_lazy("observation class", "injection alert"),
+    "none": pgettext_lazy("trust", "none"),
+    "low": pgettext_lazy("trust", "low"),
+    "medium": pgettext_lazy("trust", "medium"),
+    "high": pgettext_lazy("trust", "high"),
+    "untrusted": pgettext_lazy("trust", "untrusted"),
     # Run modes.
     "tools": pgettext_lazy("mode", "tools"),
     "text": pgettext_lazy("mode", "text"),
