@@ -61,7 +61,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # After the session and the user: a signed-in user's chosen language wins over the browser's.
-    "agentlab.preferences.middleware.UserLanguageMiddleware",
+    "agentlab.preferences.language.UserLanguageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",

@@ -10,8 +10,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django.views.i18n import set_language
 
+from agentlab.preferences.language import SESSION_KEY
 from agentlab.preferences.models import LanguagePreference
-from agentlab.preferences.signals import SESSION_KEY
 
 
 @require_POST
