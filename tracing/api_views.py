@@ -54,7 +54,7 @@ def _error(message: str, status: int) -> JsonResponse:
 
 def _authenticate(request: HttpRequest) -> ApiToken:
     header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
+    scheme, _sep, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError("missing bearer token: send 'Authorization: Bearer <token>'", 401)
     found = token_user(token.strip())
