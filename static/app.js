@@ -88,9 +88,13 @@ document.addEventListener("click", (event) => {
 // nothing, so its message goes where the user acted (at the end of the form that
 // sent it, or after the control), as text: the answer's own text for a 4xx (a
 // page's alert or main content, never its markup), a plain sentence otherwise.
+// A sentence of base.html's <body data-msg-…> (the page's language), with %s the HTTP status.
+function pageMessage(name, fallback, status) {
+  return (document.body.dataset[name] || fallback).replace("%s", String(status));
+}
 function htmxErrorText(xhr) {
-  if (!xhr || xhr.status === 0) return "The server could not be reached; try again.";
-  if (xhr.status >= 500) return `The server failed (${xhr.status}); try again.`;
+  if (!xhr || xhr.status === 0) return pageMessage("msgUnreachable", "The server could not be reached; try again.", 0);
+  if (xhr.status >= 500) return pageMessage("msgFailed", "The server failed (%s); try again.", xhr.status);
   let text = xhr.responseText || "";
   if ((xhr.getResponseHeader("Content-Type") || "").includes("html")) {
     const doc = new DOMParser().parseFromString(text, "text/html");
@@ -98,7 +102,8 @@ function htmxErrorText(xhr) {
     text = part ? part.textContent : "";
   }
   text = text.replace(/\s+/g, " ").trim();
-  return (text.length > 400 ? `${text.slice(0, 400)}…` : text) || `The request was refused (${xhr.status}).`;
+  return (text.length > 400 ? `${text.slice(0, 400)}…` : text) ||
+    pageMessage("msgRefused", "The request was refused (%s).", xhr.status);
 }
 function htmxErrorPlace(elt) {
   return elt.closest("form") || elt.closest("table") || elt;
