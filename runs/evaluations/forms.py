@@ -6,6 +6,7 @@ from django.utils.translation import gettext_lazy as _
 from runs.agent.strategies import REACT, STRATEGIES
 from runs.core.form_fields import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field
 from runs.core.models import Policy, Run, Task
+from runs.core.terms import TERMS
 from runs.evaluations.services import EvaluationSpec
 
 # An evaluation is launched as one batch: more runs than this is a job for
@@ -18,7 +19,7 @@ class EvaluationForm(forms.Form):
     tasks = forms.ModelMultipleChoiceField(label=_("Tasks"), queryset=Task.objects.all(), to_field_name="slug", required=False,
                                            widget=forms.CheckboxSelectMultiple)
     all_tasks = forms.BooleanField(required=False, label=_("every task"), help_text=_("all tasks, ticked or not"))
-    strategies = forms.MultipleChoiceField(label=_("Strategies"), choices=list(STRATEGIES.items()), required=False,
+    strategies = forms.MultipleChoiceField(label=_("Strategies"), choices=[(k, TERMS.get(k, v)) for k, v in STRATEGIES.items()], required=False,
                                            widget=forms.CheckboxSelectMultiple)
     provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label=_("Model"))
     model_name = forms.CharField(label=_("Model name"), max_length=120, required=False)
