@@ -105,6 +105,58 @@ CLAUSES = [
      _("the %(what)s at step %(n)s states its details: %(q)s")),
     (_t(r"the call at step (?P<n>{N}) failed \((?P<q>{Q}), step (?P<m>{N})\)"),
      _("the call at step %(n)s failed (%(q)s, step %(m)s)")),
+    (_t(r"the {W} at step (?P<n>{N}) neither says so nor takes it up, and goes on as if it had worked"),
+     _("the %(what)s at step %(n)s neither says so nor takes it up, and goes on as if it had worked")),
+    (_t(r"the call at step (?P<n>{N}) asked for (?P<key>\S+) (?P<asked>.+), but the result at step (?P<m>{N}) is for "
+        r"(?P<got>.+)"),
+     _("the call at step %(n)s asked for %(key)s %(asked)s, but the result at step %(m)s is for %(got)s")),
+    (_t(r"the {W} at step (?P<n>{N}) goes on as if it were (?P<x>.+)'s"),
+     _("the %(what)s at step %(n)s goes on as if it were %(x)s's")),
+    (_t(r"the call at step (?P<n>{N})(?P<call>(?: \({Q}\))?) uses (?P<x>.+), which no earlier result, user turn, the "
+        r"task or the context contains"),
+     _("the call at step %(n)s%(call)s uses %(x)s, which no earlier result, user turn, the task or the context "
+       "contains")),
+    (_t(r"the call at step (?P<n>{N})(?P<call>(?: \({Q}\))?) uses (?P<x>.+), which no earlier observation, the task "
+        r"or the context contains"),
+     _("the call at step %(n)s%(call)s uses %(x)s, which no earlier observation, the task or the context contains")),
+    (_t(r"no call had returned anything before it"), _("no call had returned anything before it")),
+    (_t(r"the latest result \(step (?P<n>{N})\) does not hold it either"),
+     _("the latest result (step %(n)s) does not hold it either")),
+    (_t(r"the call at step (?P<n>{N}) returned an error \((?P<q>{Q})\)"),
+     _("the call at step %(n)s returned an error (%(q)s)")),
+    (_t(r"the observation at step (?P<n>{N}) \((?P<q>{Q})\) is not about what was asked \((?P<x>.+)\)"),
+     _("the observation at step %(n)s (%(q)s) is not about what was asked (%(x)s)")),
+    (_t(r"step (?P<n>{N}) carries on without using it or saying so"),
+     _("step %(n)s carries on without using it or saying so")),
+    (_t(r"the {W} at step (?P<n>{N}) claims success: (?P<q>{Q})"),
+     _("the %(what)s at step %(n)s claims success: %(q)s")),
+    (_t(r"the observation at step (?P<n>{N}) ties (?P<x>.+) to (?P<y>.+) \((?P<q>{Q})\)"),
+     _("the observation at step %(n)s ties %(x)s to %(y)s (%(q)s)")),
+    (_t(r"the {W} at step (?P<n>{N}) takes (?P<q>{Q}) from (?P<q2>{Q}), which says nothing about it"),
+     _("the %(what)s at step %(n)s takes %(q)s from %(q2)s, which says nothing about it")),
+    (_t(r"the {W} at step (?P<n>{N}) gives (?P<rec>.+) the (?P<field>.+) (?P<q>{Q}), which belongs to (?P<other>.+)"),
+     _("the %(what)s at step %(n)s gives %(rec)s the %(field)s %(q)s, which belongs to %(other)s")),
+    (_t(r"(?P<rec>\S+) has (?P<q>{Q}) \(result at step (?P<n>{N})\): (?P<q2>{Q})"),
+     _("%(rec)s has %(q)s (result at step %(n)s): %(q2)s")),
+    (_t(r"the {W} at step (?P<n>{N}) reports (?P<q>{Q}) as done, but no call of (?P<tool>\S+) was made before it: "
+        r"(?P<q2>{Q})"),
+     _("the %(what)s at step %(n)s reports %(q)s as done, but no call of %(tool)s was made before it: %(q2)s")),
+    (_t(r"the {W} at step (?P<n>{N}) says (?P<field>.+) of (?P<rec>.+) is (?P<q>{Q}), but the result at step "
+        r"(?P<m>{N}) shows it is now (?P<q2>{Q}): (?P<q3>{Q})"),
+     _("the %(what)s at step %(n)s says %(field)s of %(rec)s is %(q)s, but the result at step %(m)s shows it is now "
+       "%(q2)s: %(q3)s")),
+    (_t(r"the {W} at step (?P<n>{N}) claims (?P<q>{Q}), but the observation at step (?P<m>{N}) \((?P<q2>{Q})\) does "
+        r"not show (?P<x>.+)"),
+     _("the %(what)s at step %(n)s claims %(q)s, but the observation at step %(m)s (%(q2)s) does not show %(x)s")),
+    (_t(r"the thought at step (?P<n>{N}) states (?P<x>.+), which no observation \(nor the task\) contains, and the "
+        r"final answer \((?P<q>{Q})\) gives it: it comes from the model's own knowledge, not from the trace"),
+     _("the thought at step %(n)s states %(x)s, which no observation (nor the task) contains, and the final answer "
+       "(%(q)s) gives it: it comes from the model's own knowledge, not from the trace")),
+    (_t(r"the thought at step (?P<n>{N}) states (?P<x>.+), which no observation \(nor the task\) contains, and the "
+        r"final answer at step (?P<m>{N}) \((?P<q>{Q})\) gives it: it comes from the model's own knowledge, not from "
+        r"the trace"),
+     _("the thought at step %(n)s states %(x)s, which no observation (nor the task) contains, and the final answer "
+       "at step %(m)s (%(q)s) gives it: it comes from the model's own knowledge, not from the trace")),
 ]
 _QUOTED = re.compile(r"“[^”]*”")
 _HOLD = re.compile(r"\x00(\d+)\x00")

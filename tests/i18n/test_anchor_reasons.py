@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from django.utils import translation
 
 from runs.core.anchor_reasons import anchor_reason
@@ -28,3 +29,28 @@ def test_english_and_unknown_reasons_stay_as_they_are():
     unknown = "step 3 says the refund was made; no call made it"
     with translation.override("zh-hans"):
         assert anchor_reason(unknown) == unknown  # never half translated
+
+
+# Reasons as the rules write them (tracing/anchoring/rules), one per sentence form.
+RULE_REASONS = [
+    "the observation at step 2 reports a failure (“Error: order not found”); the reply at step 3 claims success: "
+    "“Done, the get_order_details call worked.”",
+    "the reply at step 4 says status of l1001 is “active”, but the result at step 3 shows it is now “suspended”: "
+    "“Your line L1001 is active.”",
+    "the call at step 3 uses the id L1001, which no earlier result, user turn, the task or the context contains; the "
+    "call at step 1 returned an error (“Error: Customer not found”)",
+    "the thought at step 2 states 古斯塔夫, which no observation (nor the task) contains, and the final answer at step 3 "
+    "(“古斯塔夫”) gives it: it comes from the model's own knowledge, not from the trace",
+]
+
+
+@pytest.mark.parametrize("reason", RULE_REASONS)
+def test_the_rules_sentences_are_translated_and_their_quotes_kept(reason):
+    import re
+
+    with translation.override("zh-hans"):
+        shown = anchor_reason(reason)
+    assert shown != reason
+    assert re.findall(r"“[^”]*”", shown) == re.findall(r"“[^”]*”", reason)  # the agent's words, as they were
+    outside = re.sub(r"“[^”]*”", "", shown)
+    assert not re.search(r"\b(at step|which|but|claims|says)\b", outside), shown
