@@ -51,7 +51,7 @@ class NewRunForm(forms.Form):
     max_cost = cost_budget_field()
     reruns = forms.IntegerField(label=_("Reruns"), min_value=1, max_value=50, initial=1, help_text=_("1–50 runs of the same prompt."))
     seed = forms.IntegerField(label=_("Seed"), required=False, min_value=0, max_value=2**31 - 1)
-    tags = forms.CharField(label=_("Tags"), required=False, max_length=10_000, help_text=_("comma-separated; at most %(n)d") % {"n": MAX_TAGS})
+    tags = forms.CharField(label=_("Tags"), required=False, max_length=10_000, help_text=format_lazy(_("comma-separated; at most {n}"), n=MAX_TAGS))
     session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label=_("session"),
                                  help_text=_("runs sharing it are listed together"))
     policy = forms.ModelChoiceField(label=_("Policy"), queryset=Policy.objects.none(), required=False, empty_label=_("off — no watchdog"),
@@ -134,7 +134,7 @@ class RunFilterForm(forms.Form):
     detector = forms.CharField(label=_("Detector"), required=False, max_length=40)
     tier = forms.ChoiceField(label=_("Tier"), choices=[("", _("any tier")), ("hint", _("hint")), ("redirect", _("redirect")), ("stop", _("stop"))],
                              required=False)
-    policy = forms.CharField(label=_("Policy"), required=False, max_length=80, help_text=_("a policy name, or '%(off)s'") % {"off": POLICY_OFF})
+    policy = forms.CharField(label=_("Policy"), required=False, max_length=80, help_text=format_lazy(_("a policy name, or '{off}'"), off=POLICY_OFF))
     steps_min = forms.IntegerField(label=_("Steps min"), required=False, min_value=0)
     steps_max = forms.IntegerField(label=_("Steps max"), required=False, min_value=0)
     outcome = forms.ChoiceField(label=_("Outcome"), choices=[("", _("any outcome")), ("correct", _("correct")), ("wrong", _("wrong")),
