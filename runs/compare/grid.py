@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from runs.core import charts
 from runs.core.models import Run
@@ -213,11 +214,11 @@ class DiffRow:
 
 
 RELATION_TEXT = {
-    "same": "same action",
-    "changed": "same tool, other arguments",
-    "different": "different action",
-    "only-a": "only in A",
-    "only-b": "only in B",
+    "same": gettext_lazy("same action"),
+    "changed": gettext_lazy("same tool, other arguments"),
+    "different": gettext_lazy("different action"),
+    "only-a": gettext_lazy("only in A"),
+    "only-b": gettext_lazy("only in B"),
 }
 
 

@@ -46,8 +46,8 @@ def project_delete_view(request: HttpRequest) -> HttpResponse:
             messages.success(request, _("Project %(name)s deleted (%(rows)s rows).") % {"name": record.project_name, "rows": record.rows})
             return redirect("runs:list")
     return render(request, "deletion/confirm.html", {
-        "what": f"project {project}", "detail": "every run, step, model call, review, policy, task, token and "
-        "membership of the project", "steps": None, "confirm_word": project.slug, "error": error},
+        "what": _("project %(name)s") % {"name": project}, "detail": _(
+            "every run, step, model call, review, policy, task, token and membership of the project"), "steps": None, "confirm_word": project.slug, "error": error},
         status=400 if error else 200)
 
 

@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 
 from django.template.base import Lexer, TokenType
 
-SKIPPED = {"code", "pre", "kbd", "script", "style", "q", "mark"}
+SKIPPED = {"code", "pre", "kbd", "script", "style", "q", "mark", "textarea"}
 VOID = {"br", "input", "meta", "link", "img", "hr", "rect", "line", "polyline", "source", "wbr", "col"}
 ATTRIBUTES = {"title", "placeholder", "aria-label", "alt"}
 # Names kept as they are in Chinese text too: file formats, protocols, product and model names, units.
@@ -23,6 +23,7 @@ TERMS_KEPT = {
     "Thought", "Action", "Observation", "LLM", "ms", "id", "ids", "pass", "Gemma", "llama", "cpp", "sim", "local",
     "openai", "OpenAI", "jsonl", "csv", "json", "vs", "P50", "P95", "Cohen", "Jaccard", "token", "tokens", "run",
     "Bearer", "SDK", "UTC", "max", "min", "sd", "CI", "kB", "MB", "GB", "KV", "key", "value", "OK", "NUL",
+    "chat", "completions",  # the model API a call used (OpenAI's names)
 }
 WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]")
 
