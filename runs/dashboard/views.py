@@ -119,7 +119,8 @@ def _day_axis(since: date, until: date) -> dict:
     would zoom a single day down to milliseconds."""
     days = (until - since).days + 1
     axis = {"type": "date", "range": [f"{since - timedelta(days=1)} 12:00", f"{until} 12:00"],
-            "tickformat": "%b %-d" if days <= 366 else "%b %Y", "hoverformat": "%Y-%m-%d"}
+            # d3 time formats, in the page's language (plotly's own month names are English).
+            "tickformat": _("%b %-d") if days <= 366 else _("%b %Y"), "hoverformat": "%Y-%m-%d"}
     if days <= DAILY_TICKS_MAX_DAYS:
         axis["dtick"] = 86_400_000  # one day, in ms
     return axis
