@@ -32,6 +32,7 @@ $(VENV)/.installed: requirements/test.lock pyproject.toml
 	touch $@ $(VENV)/.demo-installed
 
 setup: $(VENV)/.installed
+	@PY=$(PY) bash scripts/gettext.sh
 
 # After a change to the dependencies in pyproject.toml (tests/test_locks.py
 # fails until then); `make lock ARGS=--upgrade` moves every pin to the newest.
@@ -46,6 +47,7 @@ config:
 	@$(WITH_ENV) bash -c 'echo "DB_NAME=$${DB_NAME:-agentlab} DB_HOST=$${DB_HOST:-127.0.0.1} PORT=$${PORT:-8000}"'
 
 demo: $(VENV)/.demo-installed
+	@PY=$(PY) bash scripts/gettext.sh
 	@$(WITH_ENV) bash scripts/services.sh
 	@$(WITH_ENV) $(PY) scripts/demo.py
 

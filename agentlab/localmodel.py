@@ -106,10 +106,12 @@ def probe(base_url: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
 def status() -> State:
     """For the New-run form: the demo's state file, else a probe of the configured server."""
     from django.conf import settings
+    from django.utils.translation import gettext as _
 
     state = read_state(Path(settings.LOCAL_MODEL_STATE_FILE))
     if state is not None:
         return state
-    if probe(settings.LOCAL_MODEL_BASE_URL):
-        return State(READY, f"at {settings.LOCAL_MODEL_BASE_URL}")
-    return State(NOT_RUNNING, f"no server answers at {settings.LOCAL_MODEL_BASE_URL}; `make demo` builds and starts it")
+    url = settings.LOCAL_MODEL_BASE_URL
+    if probe(url):
+        return State(READY, _("at %(url)s") % {"url": url})
+    return State(NOT_RUNNING, _("no server answers at %(url)s; `make demo` builds and starts it") % {"url": url})

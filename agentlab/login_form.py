@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 from agentlab.storable import unstorable
 
@@ -20,8 +21,8 @@ class LoginForm(AuthenticationForm):
         username = self.cleaned_data.get("username") or ""
         limit = self.fields["username"].max_length
         if limit and len(username) > limit:
-            raise ValidationError(f"A username has at most {limit} characters.", code="max_length")
+            raise ValidationError(_("A username has at most %(limit)d characters.") % {"limit": limit}, code="max_length")
         why = unstorable(username)
         if why:
-            raise ValidationError(f"The username {why}.", code="invalid")
+            raise ValidationError(_("The username %(why)s.") % {"why": why}, code="invalid")
         return username

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "csp",
     "axes",
     "agentlab.projects",
+    "agentlab.preferences",
     "runs",
     "tracing",
 ]
@@ -59,6 +60,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # After the session and the user: a signed-in user's chosen language wins over the browser's.
+    "agentlab.preferences.language.UserLanguageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -78,12 +81,16 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                # LANGUAGE_CODE and LANGUAGES: the page's lang and the header's language switch.
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "agentlab.projects.current.context",
             ],
             # {% load localmodel %}{% local_model_status %}: the New-run form's "local model: ..." line.
             "libraries": {"localmodel": "agentlab.templatetags.localmodel_status"},
+            # Replaces Django's English-only pluralize in every template (Chinese has no plural endings).
+            "builtins": ["agentlab.templatetags.plurals"],
         },
     },
 ]
@@ -152,9 +159,14 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "runs:list"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+# English unless the browser asks for Chinese or the user chose it in the header
+# (agentlab/preferences). The catalogue is locale/zh_Hans/LC_MESSAGES/django.po,
+# compiled by `make setup`, `make demo` and the tests (scripts/gettext.sh).
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"

@@ -9,13 +9,15 @@ tracing.untrusted_json's to refuse.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
+
 
 def unstorable(text: str) -> str:
     """Why Postgres cannot take `text`, or "" when it can."""
     if "\x00" in text:
-        return "contains a NUL character"
+        return _("contains a NUL character")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return "contains a lone UTF-16 surrogate"
+        return _("contains a lone UTF-16 surrogate")
     return ""

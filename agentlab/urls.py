@@ -21,6 +21,7 @@ urlpatterns = [
     path("whatif/", include("runs.whatif.urls")),
     path("policies/", include("runs.policies.urls")),
     path("projects/", include("agentlab.projects.urls")),
+    path("i18n/", include("agentlab.preferences.urls")),
     path("evaluations/", include("runs.evaluations.urls")),
     path("prices/", include("runs.pricing.urls")),
     path("deletions/", include("runs.deletion.urls")),

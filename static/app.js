@@ -47,8 +47,10 @@ document.addEventListener("click", async (event) => {
     const area = document.createElement("textarea");
     area.value = text; document.body.append(area); area.select(); document.execCommand("copy"); area.remove();
   }
-  button.classList.add("copied"); button.textContent = "copied";
-  setTimeout(() => { button.classList.remove("copied"); button.textContent = "copy"; }, 1500);
+  // The words come with the button, in the page's language (runs/core/step_payloads.py).
+  const idle = button.textContent;
+  button.classList.add("copied"); button.textContent = button.dataset.copied || "copied";
+  setTimeout(() => { button.classList.remove("copied"); button.textContent = idle; }, 1500);
 });
 // A waterfall bar or a span names its step: on this page, scroll to it; a step
 // not loaded yet follows the link (the run page opens with that step loaded).
@@ -86,9 +88,13 @@ document.addEventListener("click", (event) => {
 // nothing, so its message goes where the user acted (at the end of the form that
 // sent it, or after the control), as text: the answer's own text for a 4xx (a
 // page's alert or main content, never its markup), a plain sentence otherwise.
+// A sentence of base.html's <body data-msg-…> (the page's language), with %s the HTTP status.
+function pageMessage(name, fallback, status) {
+  return (document.body.dataset[name] || fallback).replace("%s", String(status));
+}
 function htmxErrorText(xhr) {
-  if (!xhr || xhr.status === 0) return "The server could not be reached; try again.";
-  if (xhr.status >= 500) return `The server failed (${xhr.status}); try again.`;
+  if (!xhr || xhr.status === 0) return pageMessage("msgUnreachable", "The server could not be reached; try again.", 0);
+  if (xhr.status >= 500) return pageMessage("msgFailed", "The server failed (%s); try again.", xhr.status);
   let text = xhr.responseText || "";
   if ((xhr.getResponseHeader("Content-Type") || "").includes("html")) {
     const doc = new DOMParser().parseFromString(text, "text/html");
@@ -96,7 +102,8 @@ function htmxErrorText(xhr) {
     text = part ? part.textContent : "";
   }
   text = text.replace(/\s+/g, " ").trim();
-  return (text.length > 400 ? `${text.slice(0, 400)}…` : text) || `The request was refused (${xhr.status}).`;
+  return (text.length > 400 ? `${text.slice(0, 400)}…` : text) ||
+    pageMessage("msgRefused", "The request was refused (%s).", xhr.status);
 }
 function htmxErrorPlace(elt) {
   return elt.closest("form") || elt.closest("table") || elt;

@@ -24,7 +24,8 @@
     flash.textContent = "";
     const p = document.createElement("p");
     p.className = "errors";
-    p.textContent = xhr.status === 403 ? `Not allowed: ${text}` : text; // text, never HTML
+    const notAllowed = document.body.dataset.msgNotAllowed || "Not allowed:"; // base.html, the page's language
+    p.textContent = xhr.status === 403 ? `${notAllowed} ${text}` : text; // text, never HTML
     flash.appendChild(p);
   });
 })();

@@ -1,10 +1,28 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
 _counter = itertools.count()
+LOCALE = Path(__file__).resolve().parent.parent / "locale"
+
+
+# The Chinese interface is served from compiled catalogues (.mo, not committed):
+# compiled here as `make setup` does, when a .po is newer than its .mo.
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_translations(request):
+    if not request.config.pluginmanager.hasplugin("django"):
+        return
+    stale = [po for po in LOCALE.glob("*/LC_MESSAGES/*.po")
+             if not po.with_suffix(".mo").exists() or po.with_suffix(".mo").stat().st_mtime < po.stat().st_mtime]
+    if stale:
+        from django.core.management import call_command
+        from django.utils.translation import trans_real
+
+        call_command("compilemessages", ignore_patterns=[".venv", "node_modules"], verbosity=0)
+        trans_real._translations.clear()  # catalogues read before the compile are read again
 
 
 # Ingestion hands the analysis of ended runs to a Celery task; tests run it in

@@ -228,6 +228,9 @@ CASES = [
     Case("favicon", need="public", kind="public", ok=301, outsider=301),
     Case("login", need="public", kind="public", outsider=OWN),
     Case("logout", method="post", need="public", kind="public", ok=302, outsider=302),
+    # the header's language switch (agentlab/preferences): anyone, signed in or not
+    Case("set_language", method="post", data={"language": "zh-hans", "next": "/runs/"}, need="public",
+         kind="public", ok=302, outsider=302),
     # API tokens (project admins) and the ingestion API (bearer tokens of a project)
     Case("tracing:tokens", need="admin", outsider=OWN),
     Case("tracing:token_revoke", ("token",), method="post", ok=302, need="admin"),

@@ -36,7 +36,7 @@ PURE_MODULES = [
 
 # Imports inside a function that are allowed: receivers connected once the
 # models are loaded (Django's app-loading rule, not a way around a circle).
-READY_IMPORTS = {("runs/apps.py", "ready")}
+READY_IMPORTS = {("runs/apps.py", "ready"), ("agentlab/preferences/apps.py", "ready")}
 
 
 def _modules() -> dict[str, Path]:

@@ -17,6 +17,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -55,7 +56,7 @@ def _error(message: str, status: int) -> JsonResponse:
 
 def _authenticate(request: HttpRequest) -> ApiToken:
     header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
+    scheme, _sep, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError("missing bearer token: send 'Authorization: Bearer <token>'", 401)
     found = token_user(token.strip())
@@ -364,9 +365,9 @@ def token_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         name = request.POST.get("name", "").strip()
         if not name or len(name) > 100:
-            error = "Give the token a name of 1 to 100 characters."
+            error = _("Give the token a name of 1 to 100 characters.")
         elif "\x00" in name:
-            error = "The name contains a NUL character, which cannot be stored."
+            error = _("The name contains a NUL character, which cannot be stored.")
         else:
             token, plain = token_create(user=request.user, project_id=admin.project_id, name=name)
             created = {"token": token, "plain": plain}
@@ -384,5 +385,5 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
     admin = current.require_role(request, Role.ADMIN)
     token = get_object_or_404(ApiToken, pk=token_id, project_id=admin.project_id)
     token_revoke(token=token)
-    messages.success(request, f"Token {token.name} revoked.")
+    messages.success(request, _("Token %(name)s revoked.") % {"name": token.name})
     return redirect("tracing:tokens")

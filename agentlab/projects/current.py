@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
 
-from agentlab.projects.models import Membership, Project, Role
+from agentlab.projects.models import ROLE_NAMES, Membership, Project, Role
 
 SESSION_KEY = "project_id"
 
@@ -46,10 +47,11 @@ def require_role(request: HttpRequest, role: str = Role.VIEWER) -> Membership:
     """The current membership if it has at least `role`; 403 otherwise, saying what is missing."""
     current = membership(request)
     if current is None:
-        raise PermissionDenied("You are not a member of any project: ask a project admin to add you.")
+        raise PermissionDenied(_("You are not a member of any project: ask a project admin to add you."))
     if not current.has_role(role):
-        raise PermissionDenied(f"In {current.project} you are a {current.role}; this needs the {Role(role).value} "
-                               "role: ask a project admin.")
+        raise PermissionDenied(_("In %(project)s you are a %(role)s; this needs the %(needed)s role: ask a project "
+                                 "admin.") % {"project": current.project, "role": current.role_name,
+                                              "needed": ROLE_NAMES[Role(role)]})
     return current
 
 

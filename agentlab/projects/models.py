@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class Project(models.Model):
@@ -23,12 +25,15 @@ class Project(models.Model):
 class Role(models.TextChoices):
     """Each role can do what the one before it can, and more."""
 
-    VIEWER = "viewer", "viewer (read)"
-    REVIEWER = "reviewer", "reviewer (labels, forks, reruns)"
-    ADMIN = "admin", "admin (policies, tokens, members, what-if winners)"
+    VIEWER = "viewer", _("viewer (read)")
+    REVIEWER = "reviewer", _("reviewer (labels, forks, reruns)")
+    ADMIN = "admin", _("admin (policies, tokens, members, what-if winners)")
 
 
 RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2}
+# A role's short name, as the header's project switch and the members' messages say it.
+ROLE_NAMES = {Role.VIEWER: pgettext_lazy("role", "viewer"), Role.REVIEWER: pgettext_lazy("role", "reviewer"),
+              Role.ADMIN: pgettext_lazy("role", "admin")}
 
 
 class Membership(models.Model):
@@ -46,6 +51,10 @@ class Membership(models.Model):
 
     def has_role(self, role: str) -> bool:
         return RANK[Role(self.role)] >= RANK[Role(role)]
+
+    @property
+    def role_name(self) -> str:
+        return str(ROLE_NAMES.get(self.role, self.role))
 
     @property
     def is_reviewer(self) -> bool:

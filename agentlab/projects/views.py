@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from agentlab.projects import current, invites
@@ -61,7 +62,8 @@ def member_list(request: HttpRequest) -> HttpResponse:
     try:
         if who and "@" not in who and get_user_model().objects.filter(username=who).exists():
             added = membership_add(project=admin.project, username=who, role=role)
-            messages.success(request, f"{added.user} is now a {added.role} of {admin.project}.")
+            messages.success(request, _("%(user)s is now a %(role)s of %(project)s.")
+                             % {"user": added.user, "role": added.role_name, "project": admin.project})
             return redirect("projects:members")
         invite, token = invites.invite_create(project=admin.project, invitee=who, role=role, invited_by=request.user)
     except MembershipError as exc:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Approval(models.Model):
     class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        APPROVED = "approved", "approved"
-        EDITED = "edited", "approved with edited arguments"
-        DENIED = "denied", "denied"
-        EXPIRED = "expired", "expired"
+        PENDING = "pending", _("pending")
+        APPROVED = "approved", _("approved")
+        EDITED = "edited", _("approved with edited arguments")
+        DENIED = "denied", _("denied")
+        EXPIRED = "expired", _("expired")
         # The run was stopped (or ended) while the call waited.
-        CANCELLED = "cancelled", "cancelled"
+        CANCELLED = "cancelled", _("cancelled")
 
     run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="approvals")
     # The paused action step (no FK: the steps table is partitioned by time).

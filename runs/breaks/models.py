@@ -7,15 +7,16 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from runs.breaks import rule
 
 
 class Verdict(models.TextChoices):
-    RIGHT = rule.RIGHT, "right step"
-    EARLIER = rule.EARLIER, "the lapse is earlier"
-    LATER = rule.LATER, "the lapse is later"
-    NONE = rule.NONE, "no lapse"
+    RIGHT = rule.RIGHT, _("right step")
+    EARLIER = rule.EARLIER, _("the lapse is earlier")
+    LATER = rule.LATER, _("the lapse is later")
+    NONE = rule.NONE, _("no lapse")
 
 
 class BreakLabel(models.Model):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTextTransform
+from django.utils.translation import gettext_lazy as _
 
 from runs.breaks import rule
 from runs.breaks.models import BreakLabel, BreakSettings, PatternState
@@ -172,8 +173,8 @@ def export_rows(project_id: int) -> Iterator[dict]:
 # -- the run page's panel -------------------------------------------------------
 
 # Keys of the verdicts on the run page, as in the review queue (a digit per label).
-VERDICT_KEYS = (("1", rule.RIGHT, "right step"), ("2", rule.EARLIER, "lapse is earlier"),
-                ("3", rule.LATER, "lapse is later"), ("4", rule.NONE, "no lapse"))
+VERDICT_KEYS = (("1", rule.RIGHT, _("right step")), ("2", rule.EARLIER, _("lapse is earlier")),
+                ("3", rule.LATER, _("lapse is later")), ("4", rule.NONE, _("no lapse")))
 
 
 @dataclass

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from runs.core.form_fields import MODEL_CHOICES
+from runs.core.terms import term
 from tracing.model_calls import prompt_text
 
 # A replayed message may be as long as a stored one may be shown (1 MB and a bit).
@@ -24,11 +26,11 @@ def _sendable(part: Any) -> Any:
 
 
 class ReplayForm(forms.Form):
-    provider = forms.ChoiceField(choices=MODEL_CHOICES, label="Model")
-    model_name = forms.CharField(max_length=120, required=False,
-                                 help_text="Model name for an OpenAI-compatible endpoint.")
-    temperature = forms.FloatField(min_value=0.0, max_value=2.0, required=False)
-    max_tokens = forms.IntegerField(min_value=1, max_value=32_000, required=False, label="max output tokens")
+    provider = forms.ChoiceField(choices=MODEL_CHOICES, label=_("Model"))
+    model_name = forms.CharField(label=_("Model name"), max_length=120, required=False,
+                                 help_text=_("Model name for an OpenAI-compatible endpoint."))
+    temperature = forms.FloatField(label=_("Temperature"), min_value=0.0, max_value=2.0, required=False)
+    max_tokens = forms.IntegerField(min_value=1, max_value=32_000, required=False, label=_("max output tokens"))
 
     def __init__(self, *args: Any, api: str, messages: list[Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -36,14 +38,14 @@ class ReplayForm(forms.Form):
         if api == "completions":
             self.fields["content_0"] = forms.CharField(
                 widget=forms.Textarea(attrs={"rows": 12}), required=False, strip=False,
-                max_length=MAX_MESSAGE_CHARS, label="prompt", initial=prompt_text(messages))
+                max_length=MAX_MESSAGE_CHARS, label=_("prompt"), initial=prompt_text(messages))
             return
         for i, message in enumerate(messages):
             content = message.get("content") if isinstance(message, dict) else None
             if isinstance(content, str) or content is None:
                 self.fields[f"content_{i}"] = forms.CharField(
                     widget=forms.Textarea(attrs={"rows": 3}), required=False, strip=False,
-                    max_length=MAX_MESSAGE_CHARS, label=str(message.get("role", "?")) if isinstance(message, dict)
+                    max_length=MAX_MESSAGE_CHARS, label=term(str(message.get("role", "?"))) if isinstance(message, dict)
                     else "?", initial=content or "")
 
     def message_fields(self):
@@ -56,9 +58,9 @@ class ReplayForm(forms.Form):
             raise forms.ValidationError(f"The messages add up to {total:,} characters; at most "
                                         f"{MAX_TOTAL_CHARS:,} can be replayed.")
         if data.get("provider") == "openai" and not (data.get("model_name") or "").strip():
-            self.add_error("model_name", "Name the model to call on the OpenAI-compatible endpoint.")
+            self.add_error("model_name", _("Name the model to call on the OpenAI-compatible endpoint."))
         if data.get("provider") == "local" and self.api == "chat":
-            self.add_error("provider", "The local model takes a text prompt only; this call sent chat messages.")
+            self.add_error("provider", _("The local model takes a text prompt only; this call sent chat messages."))
         return data
 
     def edited_messages(self) -> list[dict[str, Any]]:

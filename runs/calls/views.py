@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from runs.calls.display import messages_view, raw_json, reply_view, tool_names
@@ -21,7 +22,7 @@ def _call_for(request: HttpRequest, run_id: int, step_index: int) -> tuple[Run, 
     run = access.run_for(request, run_id)
     call = ModelCall.objects.select_related("tools", "params_ref").filter(run=run, step_index=step_index).first()
     if call is None:
-        raise Http404("No model call was recorded for this step.")
+        raise Http404(_("No model call was recorded for this step."))
     return run, call
 
 

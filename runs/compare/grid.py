@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from runs.core import charts
 from runs.core.models import Run
 from tracing.alignment import AlignedGrid, same_action, similarity
@@ -147,7 +150,7 @@ def grid_rows(grid: AlignedGrid, columns: list[Column], cell_url: str) -> list[R
                     cells.append(Cell("gap", run_id))
                 else:
                     # Say it once, on the first row after the run's last unit.
-                    label = ("(no steps)" if last_row[k] < 0 else "(ended)") if r == last_row[k] + 1 else ""
+                    label = ("(no steps)" if last_row[k] < 0 else "(ended)") if r == last_row[k] + 1 else ""  # (shown through |term)
                     cells.append(Cell("ended", run_id, label=label))
                 continue
             first, last = unit.first_index, unit.last_index
@@ -211,11 +214,11 @@ class DiffRow:
 
 
 RELATION_TEXT = {
-    "same": "same action",
-    "changed": "same tool, other arguments",
-    "different": "different action",
-    "only-a": "only in A",
-    "only-b": "only in B",
+    "same": gettext_lazy("same action"),
+    "changed": gettext_lazy("same tool, other arguments"),
+    "different": gettext_lazy("different action"),
+    "only-a": gettext_lazy("only in A"),
+    "only-b": gettext_lazy("only in B"),
 }
 
 
@@ -237,13 +240,13 @@ _CHART = {"height": 230, "margin": {"l": 45, "r": 10, "t": 34, "b": 36}, "showle
 def _distributions(columns: list[Column]) -> list[Chart]:
     grouped: dict[str, list[Run]] = {}
     for col in columns:
-        grouped.setdefault(col.setting or "all runs", []).append(col.run)
+        grouped.setdefault(col.setting or _("all runs"), []).append(col.run)
     out = []
-    for key, title, value in (("steps", "Steps per run", lambda r: r.step_count),
-                              ("tokens", "Tokens per run", lambda r: r.total_tokens)):
+    for key, title, value in (("steps", _("Steps per run"), lambda r: r.step_count),
+                              ("tokens", _("Tokens per run"), lambda r: r.total_tokens)):
         fig = charts.figure(
             [charts.box([value(r) for r in runs], name=name, boxpoints="all", jitter=0.4, pointpos=0,
-                        text=[f"run {r.pk}" for r in runs], hovertemplate="%{text}: %{y}<extra></extra>")
+                        text=[_("run %(id)s") % {"id": r.pk} for r in runs], hovertemplate="%{text}: %{y}<extra></extra>")
              for name, runs in grouped.items()],
             title=title, yaxis={"rangemode": "tozero"}, **_CHART)
         out.append(Chart(f"chart-{key}", title, fig))
@@ -254,11 +257,11 @@ def _pass_chart(ks: list[int], pass_at: list[float], pass_hat: list[float]) -> C
     # The legend sits mid-right, where pass@k (near 1) and pass^k (falling) leave room.
     fig = charts.figure(
         [charts.lines(ks, pass_at, name="pass@k"), charts.lines(ks, pass_hat, name="pass^k", line={"dash": "dash"})],
-        title="pass@k (solid) and pass^k (dashed)", x_title="k", xaxis={"dtick": 1} if len(ks) <= 12 else None,
+        title=_("pass@k (solid) and pass^k (dashed)"), x_title="k", xaxis={"dtick": 1} if len(ks) <= 12 else None,
         yaxis={"range": [0, 1.05]},
         **{**_CHART, "showlegend": True},
         legend={"x": 0.98, "xanchor": "right", "y": 0.5, "yanchor": "middle", "bgcolor": "rgba(255,255,255,0.85)"})
-    return Chart("chart-pass", "pass@k and pass^k", fig)
+    return Chart("chart-pass", _("pass@k and pass^k"), fig)
 
 
 def _divergence_chart(grid: AlignedGrid) -> Chart:
@@ -268,14 +271,14 @@ def _divergence_chart(grid: AlignedGrid) -> Chart:
                for r, a in zip(rows, grid.agreement, strict=True)]
     annotations = []
     if grid.first_divergence is not None:
-        annotations.append({"x": grid.first_divergence + 1, "y": 1.02, "text": "first divergence", "showarrow": False,
+        annotations.append({"x": grid.first_divergence + 1, "y": 1.02, "text": _("first divergence"), "showarrow": False,
                             "yanchor": "bottom", "font": {"color": charts.RED}})
     fig = charts.figure(
         [charts.bar(rows, grid.agreement, marker={"color": colours},
-                    hovertemplate="row %{x}: %{y:.0%} agree<extra></extra>")],
-        title="Agreement per aligned row", x_title="aligned row", yaxis={"range": [0, 1.15], "tickformat": ".0%"},
+                    hovertemplate=_("row %{x}: %{y:.0%} agree") + "<extra></extra>")],
+        title=_("Agreement per aligned row"), x_title=_("aligned row"), yaxis={"range": [0, 1.15], "tickformat": ".0%"},
         annotations=annotations, **_CHART)
-    return Chart("chart-divergence", "Where the runs diverged", fig)
+    return Chart("chart-divergence", _("Where the runs diverged"), fig)
 
 
 def compare_charts(columns: list[Column], grid: AlignedGrid, ks: list[int], pass_at: list[float],

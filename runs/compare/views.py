@@ -15,6 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -216,8 +217,8 @@ def compare_save(request: HttpRequest) -> HttpResponse:
         return _error(request, str(exc))
     name = request.POST.get("name", "").strip()
     if "\x00" in name:
-        return _error(request, "The name contains a NUL character, which cannot be stored.")
+        return _error(request, _("The name contains a NUL character, which cannot be stored."))
     group, moved = group_save(owner=request.user, project_id=access.project_id(request), runs=runs, name=name)
-    note = f" ({moved} of them left their previous group)" if moved else ""
-    messages.success(request, f"Saved {len(runs)} runs as {group}{note}.")
+    note = (_(" (%(moved)d of them left their previous group)") % {"moved": moved}) if moved else ""
+    messages.success(request, _("Saved %(n)d runs as %(group)s%(note)s.") % {"n": len(runs), "group": group, "note": note})
     return redirect("compare:group", group_id=group.pk)

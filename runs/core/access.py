@@ -27,6 +27,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 
 from agentlab.projects import current
 from agentlab.projects.models import Membership, Project, Role
@@ -95,4 +96,4 @@ def can_stop(request: HttpRequest, run: Run) -> bool:
 
 def require_stop(request: HttpRequest, run: Run) -> None:
     if not can_stop(request, run):
-        raise PermissionDenied("Only the run's owner or a project admin may stop it.")
+        raise PermissionDenied(_("Only the run's owner or a project admin may stop it."))

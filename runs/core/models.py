@@ -12,6 +12,7 @@ from django.db.models import F, Q
 from django.db.models.fields.json import KeyTextTransform
 from django.urls import reverse
 from django.utils.functional import cached_property
+from django.utils.translation import gettext_lazy as _
 
 from agentlab.projects.models import Project
 from runs.agent.loop import Price
@@ -66,9 +67,9 @@ class TaskQuerySet(models.QuerySet):
 
 class Task(models.Model):
     class Scoring(models.TextChoices):
-        EXACT = "exact", "normalised exact match"
-        CONTAINS = "contains", "answer contains gold"
-        NUMERIC = "numeric", "numeric within tolerance"
+        EXACT = "exact", _("normalised exact match")
+        CONTAINS = "contains", _("answer contains gold")
+        NUMERIC = "numeric", _("numeric within tolerance")
 
     slug = models.SlugField(max_length=80, unique=True)
     title = models.CharField(max_length=200)
@@ -171,23 +172,23 @@ class Run(models.Model):
         is the infrastructure failing (the model endpoint, the worker).
         """
 
-        QUEUED = "queued"
-        RUNNING = "running"
-        FINISHED = "finished"
-        STOPPED = "stopped"
-        ERROR = "error"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        FINISHED = "finished", _("Finished")
+        STOPPED = "stopped", _("Stopped")
+        ERROR = "error", _("Error")
         # Paused on a call to a writing tool until a reviewer decides (runs/approvals).
-        AWAITING = "awaiting", "awaiting approval"
+        AWAITING = "awaiting", _("awaiting approval")
 
     class Mode(models.TextChoices):
-        TOOLS = "tools"
-        TEXT = "text"
+        TOOLS = "tools", _("Tools")
+        TEXT = "text", _("Text")
 
     class Provider(models.TextChoices):
-        SIM = "sim", "simulated"
-        LOCAL = "local", "local (Gemma 3 270M)"
-        OPENAI = "openai", "OpenAI-compatible endpoint"
-        IMPORT = "import", "imported trace"
+        SIM = "sim", _("simulated")
+        LOCAL = "local", _("local (Gemma 3 270M)")
+        OPENAI = "openai", _("OpenAI-compatible endpoint")
+        IMPORT = "import", _("imported trace")
 
     LIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
 

@@ -23,6 +23,7 @@ from typing import Any
 import nh3
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
 from markdown_it import MarkdownIt
 
 from tracing import shown_json
@@ -110,13 +111,15 @@ def json_payload(value: Any) -> JsonPayload | None:
 
 def payload_block(payload: JsonPayload, label: str) -> SafeString:
     """The folded, copyable <pre> of a JSON payload (its text escaped)."""
-    fold = (format_html('<button type="button" class="fold-toggle" aria-expanded="false" data-more="show all {} lines"'
-                        ' data-less="fold">show all {} lines</button>', payload.lines, payload.lines)
+    more = _("show all %(n)s lines") % {"n": payload.lines}
+    fold = (format_html('<button type="button" class="fold-toggle" aria-expanded="false" data-more="{}"'
+                        ' data-less="{}">{}</button>', more, _("fold"), more)
             if payload.folded else "")
     return format_html(
         '<div class="payload{}" data-label="{}"><pre class="json">{}</pre>'
-        '<div class="payload-tools"><button type="button" class="copy" title="copy the JSON">copy</button>{}</div></div>',
-        " fold" if payload.folded else "", label, payload.pretty, fold,
+        '<div class="payload-tools"><button type="button" class="copy" title="{}" data-copied="{}">{}</button>{}'
+        '</div></div>',
+        " fold" if payload.folded else "", label, payload.pretty, _("copy the JSON"), _("copied"), _("copy"), fold,
     )
 
 
@@ -132,8 +135,10 @@ def args_html(args: Any) -> SafeString:
 
 
 def _show_all(text: str) -> str:
-    return ('<button type="button" class="show-all" aria-expanded="false" data-more="show all" data-less="fold">'
-            'show all</button>' if is_long(text) else "")
+    if not is_long(text):
+        return ""
+    return format_html('<button type="button" class="show-all" aria-expanded="false" data-more="{}" data-less="{}">'
+                       '{}</button>', _("show all"), _("fold"), _("show all"))
 
 
 def step_text_html(step: Any, label: str) -> SafeString:

@@ -2,7 +2,7 @@
 
 Rendering runs/_step_row.html is most of the run page's Python time (about
 0.5 ms a row, 200 rows a page, Markdown included). A row depends on the step
-and on a few things of the page: whether it is the run's anchor break (and
+and on a few things of the page (the language it is shown in among them): whether it is the run's anchor break (and
 then the break's reason), whether it has a model call, the run's price. All of
 them go into the key, beside the step id and RENDER_VERSION: a step that
 changes — whichever writer changed it, a queryset ``update()`` included — or
@@ -24,11 +24,12 @@ from typing import Any
 from django.template import Context
 from django.template.loader import get_template
 from django.utils.safestring import SafeString
+from django.utils.translation import get_language
 
 ROW_TEMPLATE = "runs/_step_row.html"
 # Bump when _step_row.html, _signals.html or a filter they use changes what a
 # row shows: rows rendered by the old template are never served again.
-RENDER_VERSION = 1
+RENDER_VERSION = 2
 # Rows kept per process: a few long runs' pages (a row is 1-4 KB, so this is
 # at most some 30 MB), the pages a team has open and polls.
 MAX_ROWS = 8_000
@@ -83,7 +84,8 @@ def row_key(step: Any, context: Context) -> str | None:
         has_call, context.get("call_url") if has_call else None, context.get("price"),
     )
     digest = hashlib.blake2b(repr(inputs).encode(), digest_size=16).hexdigest()
-    return f"{RENDER_VERSION}:{step.pk}:{digest}"
+    # A row is rendered in the request's language: an English row is never served to a Chinese page.
+    return f"{RENDER_VERSION}:{get_language()}:{step.pk}:{digest}"
 
 
 def render_row(context: Context) -> SafeString:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from runs.core.form_fields import label_filter_fields
 from runs.core.models import Run
@@ -18,10 +19,10 @@ MAX_PERIOD_DAYS = 3660
 class DashboardForm(forms.Form):
     since = FilterDateField()
     until = FilterDateField()
-    task = forms.CharField(required=False, max_length=80)
-    model = forms.CharField(required=False, max_length=120)
-    mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)
-    policy = forms.CharField(required=False, max_length=80, help_text=f"a policy name, or '{POLICY_OFF}'")
+    task = forms.CharField(label=_("Task"), required=False, max_length=80)
+    model = forms.CharField(label=_("Model"), required=False, max_length=120)
+    mode = forms.ChoiceField(label=_("Mode"), choices=[("", _("any mode")), *Run.Mode.choices], required=False)
+    policy = forms.CharField(label=_("Policy"), required=False, max_length=80, help_text=f"a policy name, or '{POLICY_OFF}'")
     tag, meta, session = label_filter_fields()
 
     def clean(self):
@@ -30,7 +31,7 @@ class DashboardForm(forms.Form):
         data["since"] = data.get("since") or since
         data["until"] = data.get("until") or until
         if data["since"] > data["until"]:
-            self.add_error("since", "since must be on or before until")
+            self.add_error("since", _("since must be on or before until"))
         elif data["until"] - data["since"] > timedelta(days=MAX_PERIOD_DAYS):
             self.add_error("since", f"a period of at most {MAX_PERIOD_DAYS} days")
         return data

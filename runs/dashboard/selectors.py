@@ -9,6 +9,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from runs.core.models import Run
 from runs.core.prices import PriceTable
@@ -99,7 +100,7 @@ def shape(rows: list[dict[str, Any]]) -> dict[str, Any]:
             # (the run list's value for them), runs of a typed prompt have no task.
             key, drill = row[kind], row[kind]
             if key is None:
-                key, drill = {"policy": (f"{POLICY_OFF} (no watchdog)", POLICY_OFF),
+                key, drill = {"policy": (_("%(off)s (no watchdog)") % {"off": POLICY_OFF}, POLICY_OFF),
                               "task": ("free prompt", "")}.get(kind, ("—", ""))
             out[f"by_{kind}"].append({**group(row, key), "drill": drill})
     if out["totals"] is None:  # no runs at all: GROUPING SETS yields no row

@@ -10,11 +10,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET
 
 from runs.core import access
 from runs.core import charts as charts_
 from runs.core.csv_cells import safe_row
+from runs.core.terms import term
 from runs.dashboard import selectors as dashboard
 from runs.dashboard.figures import page_figures
 from runs.dashboard.forms import DashboardForm
@@ -24,10 +27,10 @@ _LEGEND = {"orientation": "h", "y": -0.3}
 
 # What an empty chart says instead of drawing empty axes.
 EMPTY = {
-    "context": "No model turns with token counts in this selection.",
-    "false_kills": "No interruption has been labelled yet: label some in the review queue.",
-    "detectors": "No run in this selection was interrupted.",
-    "tiers": "No run in this selection was interrupted.",
+    "context": gettext_lazy("No model turns with token counts in this selection."),
+    "false_kills": gettext_lazy("No interruption has been labelled yet: label some in the review queue."),
+    "detectors": gettext_lazy("No run in this selection was interrupted."),
+    "tiers": gettext_lazy("No run in this selection was interrupted."),
 }
 
 
@@ -39,11 +42,11 @@ def _runs_url(f: RunFilters, **extra) -> str:
 # What a click on a chart does, said under the charts whose marks link to
 # their runs (a chart that links nothing says nothing).
 HINTS = {
-    "false_kills": "click a bar for its runs",
-    "histogram": "click a bar for its runs",
-    "detectors": "click a bar for its runs",
-    "tiers": "click a bar for its runs",
-    "over_time": "click a point for that day's runs",
+    "false_kills": gettext_lazy("click a bar for its runs"),
+    "histogram": gettext_lazy("click a bar for its runs"),
+    "detectors": gettext_lazy("click a bar for its runs"),
+    "tiers": gettext_lazy("click a bar for its runs"),
+    "over_time": gettext_lazy("click a point for that day's runs"),
 }
 
 
@@ -58,50 +61,52 @@ def _charts(f: RunFilters, data: dict) -> dict[str, dict]:
     }
     for name, fig in charts.items():
         if name in EMPTY and charts_.is_empty(fig):
-            fig["empty"] = EMPTY[name]
+            fig["empty"] = str(EMPTY[name])
         elif name in HINTS:
-            fig["hint"] = HINTS[name]
+            fig["hint"] = str(HINTS[name])
     return charts
 
 
 def _context_chart(data: dict) -> dict:
     ctx, trunc = data["context"], data["truncated"]
-    traces = [charts_.lines([s for s, _, _ in ctx], [round(m, 1) for _, m, _ in ctx], markers=False,
-                            name="mean prompt tokens", line={"color": charts_.BLUE})]
+    traces = [charts_.lines([s for s, _m, _t in ctx], [round(m, 1) for _s, m, _t in ctx], markers=False,
+                            name=_("mean prompt tokens"), line={"color": charts_.BLUE})]
     if trunc:
-        traces.append(charts_.bar([s for s, _ in trunc], [n for _, n in trunc], name="observations truncated",
+        traces.append(charts_.bar([s for s, _n in trunc], [n for _s, n in trunc], name=_("observations truncated"),
                                   yaxis="y2", marker={"color": "rgba(217,72,15,0.45)"}))
-    return charts_.figure(traces, title="Context pressure: prompt size by step index", x_title="step index",
-                          y_title="prompt tokens", legend=_LEGEND)
+    return charts_.figure(traces, title=_("Context pressure: prompt size by step index"), x_title=_("step index"),
+                          y_title=_("prompt tokens"), legend=_LEGEND)
 
 
 def _false_kill_chart(f: RunFilters, data: dict) -> dict:
     fk = [r for r in data["false_kills"] if r["labelled"]]
     return charts_.figure(
-        [charts_.bar([r["detector"] for r in fk], [r["false_kill_rate"] for r in fk],
+        [charts_.bar([term(r["detector"]) for r in fk], [r["false_kill_rate"] for r in fk],
                      text=[f"{r['wrongly']}/{r['labelled']}" for r in fk], textposition="outside",
                      # The count above a full bar stays in sight: room above 1 and no clipping.
                      cliponaxis=False, customdata=[_runs_url(f, detector=r["detector"]) for r in fk],
                      marker={"color": charts_.DARK_RED})],
-        title="False-kill rate by detector (reviewers' labels)", x_title="detector",
-        y_title="wrongly killed / labelled", yaxis={"range": [0, 1.2], "tickvals": [0, 0.25, 0.5, 0.75, 1]},
+        title=_("False-kill rate by detector (reviewers' labels)"), x_title=_("detector"),
+        y_title=_("wrongly killed / labelled"), yaxis={"range": [0, 1.2], "tickvals": [0, 0.25, 0.5, 0.75, 1]},
         legend=_LEGEND)
 
 
 def _histogram(f: RunFilters, data: dict) -> dict:
     hist, last = data["histogram"], dashboard.HISTOGRAM_MAX
-    links = [_runs_url(f, steps_min=s, **({} if s == last else {"steps_max": s})) for s, _ in hist]
+    links = [_runs_url(f, steps_min=s, **({} if s == last else {"steps_max": s})) for s, _n in hist]
     return charts_.figure(
-        [charts_.bar([s for s, _ in hist], [n for _, n in hist], customdata=links, marker={"color": charts_.BLUE},
-                     hovertemplate="%{x} steps: %{y} runs<extra></extra>")],
-        title="Step count per run", x_title=f"steps ({last} = {last} or more)", y_title="runs", legend=_LEGEND)
+        [charts_.bar([s for s, _n in hist], [n for _s, n in hist], customdata=links, marker={"color": charts_.BLUE},
+                     hovertemplate=_("%{x} steps: %{y} runs") + "<extra></extra>")],
+        title=_("Step count per run"), x_title=_("steps (%(last)s = %(last)s or more)") % {"last": last},
+        y_title=_("runs"), legend=_LEGEND)
 
 
 def _interventions(f: RunFilters, counts: list[tuple[str, int]], param: str, colour: str) -> dict:
     return charts_.figure(
-        [charts_.bar([k for k, _ in counts], [n for _, n in counts],
-                     customdata=[_runs_url(f, **{param: k}) for k, _ in counts], marker={"color": colour})],
-        title=f"Runs with an intervention, by {param}", x_title=param, y_title="runs", legend=_LEGEND)
+        [charts_.bar([term(k) for k, _n in counts], [n for _k, n in counts],
+                     customdata=[_runs_url(f, **{param: k}) for k, _n in counts], marker={"color": colour})],
+        title=_("Runs with an intervention, by %(param)s") % {"param": term(param)}, x_title=term(param),
+        y_title=_("runs"), legend=_LEGEND)
 
 
 # Up to this many days, the per-day axis has a tick per day; longer periods
@@ -114,7 +119,8 @@ def _day_axis(since: date, until: date) -> dict:
     would zoom a single day down to milliseconds."""
     days = (until - since).days + 1
     axis = {"type": "date", "range": [f"{since - timedelta(days=1)} 12:00", f"{until} 12:00"],
-            "tickformat": "%b %-d" if days <= 366 else "%b %Y", "hoverformat": "%Y-%m-%d"}
+            # d3 time formats, in the page's language (plotly's own month names are English).
+            "tickformat": _("%b %-d") if days <= 366 else _("%b %Y"), "hoverformat": "%Y-%m-%d"}
     if days <= DAILY_TICKS_MAX_DAYS:
         axis["dtick"] = 86_400_000  # one day, in ms
     return axis
@@ -126,11 +132,11 @@ def _over_time(f: RunFilters, data: dict) -> dict:
     default_since, default_until = dashboard.default_period()
     since, until = f.since or default_since, f.until or default_until
     return charts_.figure(
-        [charts_.lines(x, [d["success_rate"] for d in days], name="success rate",
+        [charts_.lines(x, [d["success_rate"] for d in days], name=_("success rate"),
                        customdata=[_runs_url(f, since=day, until=day) for day in x]),
-         charts_.lines(x, [d["over_max_rate"] for d in days], name="over-max-step rate",
+         charts_.lines(x, [d["over_max_rate"] for d in days], name=_("over-max-step rate"),
                        customdata=[_runs_url(f, since=day, until=day, stopped_by="max_steps") for day in x])],
-        title="Success and over-max-step rate per day", x_title="day (UTC)", y_title="rate", yaxis={"range": [-0.03, 1.03]},
+        title=_("Success and over-max-step rate per day"), x_title=_("day (UTC)"), y_title=_("rate"), yaxis={"range": [-0.03, 1.03]},
         xaxis=_day_axis(since, until), legend=_LEGEND)
 
 

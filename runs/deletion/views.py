@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from runs.core import access
@@ -25,7 +26,7 @@ def run_delete(request: HttpRequest, run_id: int) -> HttpResponse:
     run = access.run_for(request, run_id)
     if request.method == "POST":
         record = runs_delete(run_ids=[run.pk], user=request.user, project=admin.project, target=f"run {run.pk}")
-        messages.success(request, f"Run {run_id} deleted ({record.rows} rows).")
+        messages.success(request, _("Run %(run)s deleted (%(rows)s rows).") % {"run": run_id, "rows": record.rows})
         return redirect("runs:list")
     return render(request, "deletion/confirm.html", {
         "what": f"run {run.pk}", "detail": run.prompt[:200], "steps": run.step_count, "confirm_word": ""})
@@ -39,14 +40,14 @@ def project_delete_view(request: HttpRequest) -> HttpResponse:
     error = ""
     if request.method == "POST":
         if request.POST.get("confirm", "").strip() != project.slug:
-            error = f"Type the project's slug, {project.slug}, to delete it."
+            error = _("Type the project's slug, %(slug)s, to delete it.") % {"slug": project.slug}
         else:
             record = project_delete(project=project, user=request.user)
-            messages.success(request, f"Project {record.project_name} deleted ({record.rows} rows).")
+            messages.success(request, _("Project %(name)s deleted (%(rows)s rows).") % {"name": record.project_name, "rows": record.rows})
             return redirect("runs:list")
     return render(request, "deletion/confirm.html", {
-        "what": f"project {project}", "detail": "every run, step, model call, review, policy, task, token and "
-        "membership of the project", "steps": None, "confirm_word": project.slug, "error": error},
+        "what": _("project %(name)s") % {"name": project}, "detail": _(
+            "every run, step, model call, review, policy, task, token and membership of the project"), "steps": None, "confirm_word": project.slug, "error": error},
         status=400 if error else 200)
 
 
@@ -60,13 +61,13 @@ def deletion_records(request: HttpRequest) -> HttpResponse:
         raw = request.POST.get("keep_days", "").strip()
         if not raw:
             retention_set(project=admin.project, keep_days=None)
-            messages.success(request, "Runs are kept until deleted.")
+            messages.success(request, _("Runs are kept until deleted."))
             return redirect("deletion:records")
         if raw.isdigit() and 1 <= int(raw) <= MAX_KEEP_DAYS:
             retention_set(project=admin.project, keep_days=int(raw))
-            messages.success(request, f"Runs older than {int(raw)} days will be deleted.")
+            messages.success(request, _("Runs older than %(days)d days will be deleted.") % {"days": int(raw)})
             return redirect("deletion:records")
-        error = f"keep_days: a whole number of days from 1 to {MAX_KEEP_DAYS}, or blank to keep runs."
+        error = _("keep_days: a whole number of days from 1 to %(max)d, or blank to keep runs.") % {"max": MAX_KEEP_DAYS}
     retention = Retention.objects.filter(project=admin.project).first()
     records = DeletionRecord.objects.filter(project=admin.project)[:RECORDS_SHOWN]
     return render(request, "deletion/records.html", {

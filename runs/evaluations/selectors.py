@@ -20,6 +20,7 @@ from django.urls import reverse
 from runs.agent.strategies import STRATEGIES
 from runs.core.models import Run
 from runs.core.prices import price_of
+from runs.core.terms import TERMS, term
 from runs.evaluations.models import Evaluation, EvaluationRun
 from tracing.intervals import bounded_mean_interval, wilson
 from tracing.metrics import pass_at_k, pass_hat_k, percentile
@@ -162,7 +163,7 @@ def evaluation_report(evaluation: Evaluation) -> EvaluationReport:
     cells: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     titles: dict[str, str] = {}
     for strategy in order:
-        report = StrategyReport(strategy, STRATEGIES.get(strategy, strategy),
+        report = StrategyReport(strategy, term(strategy) if strategy in TERMS else STRATEGIES.get(strategy, strategy),
                                 url(strategy=strategy))
         report.errors_url = url(strategy=strategy, status=Run.Status.ERROR)
         report.success_url = url(strategy=strategy, outcome="correct")

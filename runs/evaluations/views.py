@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
@@ -28,7 +29,7 @@ def _evaluation_for(request: HttpRequest, evaluation_id: int) -> Evaluation:
     # Another project's evaluation looks missing, as its runs do.
     evaluation = _evaluations(request).select_related("policy").filter(pk=evaluation_id).first()
     if evaluation is None:
-        raise Http404("no such evaluation")
+        raise Http404(_("no such evaluation"))
     return evaluation
 
 
@@ -53,7 +54,7 @@ def evaluation_new(request: HttpRequest) -> HttpResponse:
         except QueueUnavailable as exc:
             form.add_error(None, f"{exc}. Nothing was queued; try again when the queue is back.")
         else:
-            messages.success(request, f"Queued {evaluation.entries.count()} runs.")
+            messages.success(request, _("Queued %(n)d runs.") % {"n": evaluation.entries.count()})
             return redirect(evaluation)
     status = 400 if request.method == "POST" else 200
     return render(request, "evaluations/new.html", {"form": form}, status=status)

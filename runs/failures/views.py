@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.core import access
@@ -99,7 +100,7 @@ def item(request: HttpRequest, run_id: int) -> HttpResponse:
 def label(request: HttpRequest, run_id: int) -> HttpResponse:
     run = access.run_for(request, run_id, "task")
     if not access.is_reviewer(request):
-        return HttpResponse("Labelling needs the reviewer permission.", status=403,
+        return HttpResponse(_("Labelling needs the reviewer permission."), status=403,
                             content_type="text/plain; charset=utf-8")
     try:
         label_layer(run=run, reviewer=request.user, layer=request.POST.get("layer", ""),

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
 from runs.core.models import Run
 from tracing.labels import (
@@ -21,13 +23,14 @@ _MAX_BOX_CHARS = 100_000
 
 
 class RunLabelsForm(forms.Form):
-    tags = forms.CharField(required=False, max_length=_MAX_BOX_CHARS, strip=False,
-                           help_text=f"comma-separated; at most {MAX_TAGS} tags of {MAX_TAG_CHARS} characters",
+    tags = forms.CharField(label=_("Tags"), required=False, max_length=_MAX_BOX_CHARS, strip=False,
+                           help_text=format_lazy(_("comma-separated; at most {n} tags of {chars} characters"), n=MAX_TAGS,
+                                                 chars=MAX_TAG_CHARS),
                            widget=forms.TextInput(attrs={"size": 50}))
-    metadata = forms.CharField(required=False, max_length=_MAX_BOX_CHARS, strip=False,
-                               help_text=f"one key=value a line; {MAX_METADATA_BYTES:,} bytes in all",
+    metadata = forms.CharField(label=_("Metadata"), required=False, max_length=_MAX_BOX_CHARS, strip=False,
+                               help_text=format_lazy(_("one key=value a line; {size} bytes in all"), size=f"{MAX_METADATA_BYTES:,}"),
                                widget=forms.Textarea(attrs={"rows": 3, "cols": 50, "class": "mono"}))
-    session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label="session")
+    session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label=_("session"))
 
     @classmethod
     def for_run(cls, run: Run, data=None) -> RunLabelsForm:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from agentlab.storable import unstorable
@@ -49,14 +50,14 @@ def session_detail(request: HttpRequest) -> HttpResponse:
     """The runs of one session (`?id=`), oldest first: a conversation in order."""
     session_id = request.GET.get("id", "").strip()
     if not session_id or len(session_id) > MAX_SESSION_CHARS or unstorable(session_id):
-        raise Http404("no such session")  # NUL: no session can have it (Postgres refuses it even in a lookup)
+        raise Http404(_("no such session"))  # NUL: no session can have it (Postgres refuses it even in a lookup)
     qs = (access.runs_for(request).filter(session_id=session_id).select_related("task")
           .only("id", "status", "success", "prompt", "model_name", "provider", "step_count", "prompt_tokens",
                 "completion_tokens", "tags", "session_id", "created_at", "final_answer", "task__slug")
           .order_by("created_at", "id"))
     runs = list(qs[:SESSION_RUNS_SHOWN + 1])
     if not runs:
-        raise Http404("no such session")
+        raise Http404(_("no such session"))
     return render(request, "labels/session.html", {
         "session_id": session_id, "runs": runs[:SESSION_RUNS_SHOWN], "truncated": len(runs) > SESSION_RUNS_SHOWN,
         "tokens": sum(r.prompt_tokens + r.completion_tokens for r in runs),

@@ -3,10 +3,12 @@ from __future__ import annotations
 import re
 
 from django import forms
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
 from agentlab import localmodel
 from runs.agent.faults import FaultError, FaultRates
-from runs.core.anchor_names import anchor_label
+from runs.core.anchor_names import ANCHOR_LABELS
 from runs.core.form_fields import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field, label_filter_fields
 from runs.core.models import Policy, Run, Task
 from runs.date_filters import FilterDateField
@@ -22,49 +24,51 @@ def local_model_unusable() -> str:
     state = localmodel.status()
     if state.state == localmodel.BUILDING:
         done = re.match(r"\d+%", state.progress or "")
-        return (f"The local model is still building, {done.group() if done else 'just started'} — use sim "
-                "meanwhile.")
+        if done:
+            return _("The local model is still building, %(progress)s — use sim meanwhile.") % {"progress": done.group()}
+        return _("The local model is still building, just started — use sim meanwhile.")
     if state.state == localmodel.STARTING:
-        return "The local model is still starting — use sim meanwhile."
+        return _("The local model is still starting — use sim meanwhile.")
     if state.state == localmodel.FAILED:
-        return f"The local model failed ({state.detail}) — use sim, or see {state.log or 'its log'}."
+        return _("The local model failed (%(detail)s) — use sim, or see %(log)s.") % {
+            "detail": state.detail, "log": state.log or _("its log")}
     return ""
 
 
 class NewRunForm(forms.Form):
-    task = forms.ModelChoiceField(queryset=Task.objects.all(), required=False, to_field_name="slug",
-                                  empty_label="— free prompt —")
-    prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=4000,
-                             help_text="Used when no task is picked.")
-    provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label="Model")
-    model_name = forms.CharField(max_length=120, required=False, help_text="Model name for an OpenAI-compatible endpoint.")
-    mode = forms.ChoiceField(choices=Run.Mode.choices, initial=Run.Mode.TOOLS,
-                             help_text="tools: native tool calls; text: Thought / Action lines parsed from the "
-                                       "completion (the local model knows only text).")
-    temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.7)
-    max_steps = forms.IntegerField(min_value=1, max_value=200, initial=15, help_text="Model turns, 1–200.")
-    max_tokens = forms.IntegerField(min_value=100, max_value=1_000_000, initial=20_000)
+    task = forms.ModelChoiceField(label=_("Task"), queryset=Task.objects.all(), required=False, to_field_name="slug",
+                                  empty_label=_("— free prompt —"))
+    prompt = forms.CharField(label=_("Prompt"), widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=4000,
+                             help_text=_("Used when no task is picked."))
+    provider = forms.ChoiceField(choices=MODEL_CHOICES, initial="sim", label=_("Model"))
+    model_name = forms.CharField(label=_("Model name"), max_length=120, required=False, help_text=_("Model name for an OpenAI-compatible endpoint."))
+    mode = forms.ChoiceField(label=_("Mode"), choices=Run.Mode.choices, initial=Run.Mode.TOOLS,
+                             help_text=_("tools: native tool calls; text: Thought / Action lines parsed from the "
+                                       "completion (the local model knows only text)."))
+    temperature = forms.FloatField(label=_("Temperature"), min_value=0.0, max_value=2.0, initial=0.7)
+    max_steps = forms.IntegerField(label=_("Max steps"), min_value=1, max_value=200, initial=15, help_text=_("Model turns, 1–200."))
+    max_tokens = forms.IntegerField(label=_("Max tokens"), min_value=100, max_value=1_000_000, initial=20_000)
     max_cost = cost_budget_field()
-    reruns = forms.IntegerField(min_value=1, max_value=50, initial=1, help_text="1–50 runs of the same prompt.")
-    seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
-    tags = forms.CharField(required=False, max_length=10_000, help_text=f"comma-separated; at most {MAX_TAGS}")
-    session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label="session",
-                                 help_text="runs sharing it are listed together")
-    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="off — no watchdog",
-                                    help_text="Watchdog policy (latest version of each).")
+    reruns = forms.IntegerField(label=_("Reruns"), min_value=1, max_value=50, initial=1, help_text=_("1–50 runs of the same prompt."))
+    seed = forms.IntegerField(label=_("Seed"), required=False, min_value=0, max_value=2**31 - 1)
+    tags = forms.CharField(label=_("Tags"), required=False, max_length=10_000, help_text=format_lazy(_("comma-separated; at most {n}"), n=MAX_TAGS))
+    session_id = forms.CharField(required=False, max_length=MAX_SESSION_CHARS, label=_("session"),
+                                 help_text=_("runs sharing it are listed together"))
+    policy = forms.ModelChoiceField(label=_("Policy"), queryset=Policy.objects.none(), required=False, empty_label=_("off — no watchdog"),
+                                    help_text=_("Watchdog policy (latest version of each)."))
     # Fault injection: share of tool calls that fail this way (0–1 each).
-    fault_timeout = forms.FloatField(required=False, min_value=0, max_value=1, label="timeouts")
-    fault_http500 = forms.FloatField(required=False, min_value=0, max_value=1, label="HTTP 500s")
-    fault_empty = forms.FloatField(required=False, min_value=0, max_value=1, label="empty results")
-    fault_junk = forms.FloatField(required=False, min_value=0, max_value=1, label="HTML junk")
+    fault_timeout = forms.FloatField(required=False, min_value=0, max_value=1, label=_("timeouts"))
+    fault_http500 = forms.FloatField(required=False, min_value=0, max_value=1, label=_("HTTP 500s"))
+    fault_empty = forms.FloatField(required=False, min_value=0, max_value=1, label=_("empty results"))
+    fault_junk = forms.FloatField(required=False, min_value=0, max_value=1, label=_("HTML junk"))
     # Simulated-model behaviour knobs (probabilities); blank = drawn from the seed.
-    sim_forget = forms.FloatField(required=False, min_value=0, max_value=1, label="forgets last observation")
-    sim_rephrase = forms.FloatField(required=False, min_value=0, max_value=1, label="rephrases in circles")
-    sim_wrong_premise = forms.FloatField(required=False, min_value=0, max_value=1, label="adopts a wrong premise")
-    sim_early_finish = forms.FloatField(required=False, min_value=0, max_value=1, label="finishes too early")
-    sim_ignore_hint = forms.FloatField(required=False, min_value=0, max_value=1, label="ignores hints")
+    sim_forget = forms.FloatField(required=False, min_value=0, max_value=1, label=_("forgets last observation"))
+    sim_rephrase = forms.FloatField(required=False, min_value=0, max_value=1, label=_("rephrases in circles"))
+    sim_wrong_premise = forms.FloatField(required=False, min_value=0, max_value=1, label=_("adopts a wrong premise"))
+    sim_early_finish = forms.FloatField(required=False, min_value=0, max_value=1, label=_("finishes too early"))
+    sim_ignore_hint = forms.FloatField(required=False, min_value=0, max_value=1, label=_("ignores hints"))
     sim_latency_ms = forms.IntegerField(required=False, min_value=0, max_value=10_000, initial=300,
-                                        label="think time (ms)", help_text="per model call, so you can watch it")
+                                        label=_("think time (ms)"), help_text=_("per model call, so you can watch it"))
 
     SIM_KNOBS = ("forget", "rephrase", "wrong_premise", "early_finish", "ignore_hint")
     FAULTS = ("timeout", "http500", "empty", "junk")
@@ -80,7 +84,7 @@ class NewRunForm(forms.Form):
     def clean(self):
         data = super().clean()
         if not data.get("task") and not (data.get("prompt") or "").strip():
-            self.add_error("prompt", "Pick a task or type a prompt.")
+            self.add_error("prompt", _("Pick a task or type a prompt."))
         provider = data.get("provider")
         if provider in MODES_OF_PROVIDER:
             # A model that works in one mode only gets it, whatever the form said
@@ -89,7 +93,7 @@ class NewRunForm(forms.Form):
         if provider == "local" and (why := local_model_unusable()):
             self.add_error("provider", why)
         if provider == "openai" and not (data.get("model_name") or "").strip():
-            self.add_error("model_name", "Name the model to call on the OpenAI-compatible endpoint.")
+            self.add_error("model_name", _("Name the model to call on the OpenAI-compatible endpoint."))
         try:
             FaultRates.from_dict(self.faults())
         except FaultError as exc:
@@ -117,45 +121,45 @@ LEGACY_STATUSES = {"succeeded": "correct", "failed": "wrong"}
 
 class RunFilterForm(forms.Form):
     # The search box (runs.search): an id, or any text of the run's steps.
-    q = forms.CharField(required=False, max_length=500, strip=True)
+    q = forms.CharField(label=_("Q"), required=False, max_length=500, strip=True)
     # "text": search the steps even when q is also an id.
-    within = forms.ChoiceField(choices=[("", "ids and text"), ("text", "text only")], required=False)
-    status = forms.ChoiceField(choices=[("", "any status"), *Run.Status.choices], required=False)
-    task = forms.CharField(required=False, max_length=80)
-    model = forms.CharField(required=False, max_length=120)
-    mode = forms.ChoiceField(choices=[("", "any mode"), *Run.Mode.choices], required=False)
-    intervened = forms.ChoiceField(choices=[("", "any interventions"), ("yes", "had an intervention"),
-                                            ("no", "no intervention")],
+    within = forms.ChoiceField(label=_("Within"), choices=[("", _("ids and text")), ("text", _("text only"))], required=False)
+    status = forms.ChoiceField(label=_("Status"), choices=[("", _("any status")), *Run.Status.choices], required=False)
+    task = forms.CharField(label=_("Task"), required=False, max_length=80)
+    model = forms.CharField(label=_("Model"), required=False, max_length=120)
+    mode = forms.ChoiceField(label=_("Mode"), choices=[("", _("any mode")), *Run.Mode.choices], required=False)
+    intervened = forms.ChoiceField(label=_("Intervened"), choices=[("", _("any interventions")), ("yes", _("had an intervention")),
+                                            ("no", _("no intervention"))],
                                    required=False)
-    detector = forms.CharField(required=False, max_length=40)
-    tier = forms.ChoiceField(choices=[("", "any tier"), ("hint", "hint"), ("redirect", "redirect"), ("stop", "stop")],
+    detector = forms.CharField(label=_("Detector"), required=False, max_length=40)
+    tier = forms.ChoiceField(label=_("Tier"), choices=[("", _("any tier")), ("hint", _("hint")), ("redirect", _("redirect")), ("stop", _("stop"))],
                              required=False)
-    policy = forms.CharField(required=False, max_length=80, help_text=f"a policy name, or '{POLICY_OFF}'")
-    steps_min = forms.IntegerField(required=False, min_value=0)
-    steps_max = forms.IntegerField(required=False, min_value=0)
-    outcome = forms.ChoiceField(choices=[("", "any outcome"), ("correct", "correct"), ("wrong", "wrong"),
-                                         ("unscored", "unscored")], required=False)
-    stopped_by = forms.ChoiceField(choices=[("", "any end"), ("max_steps", "max steps"), ("token_budget", "token budget"),
-                                            ("cost_budget", "cost budget"), ("wall_time", "wall time"),
-                                            ("watchdog", "watchdog"), ("user", "user"),
-                                            ("unfinished", "unfinished (imported)")], required=False)
-    anchor = forms.ChoiceField(choices=[("", "any anchoring"), ("broken", "lost its anchor"), ("kept", "no anchor break"),
-                                        *[(p, f"lost it: {anchor_label(p)}") for p in PATTERNS]], required=False)
-    forks = forms.ChoiceField(choices=[("", "forks too"), ("no", "no forks"), ("only", "forks only")], required=False)
+    policy = forms.CharField(label=_("Policy"), required=False, max_length=80, help_text=format_lazy(_("a policy name, or '{off}'"), off=POLICY_OFF))
+    steps_min = forms.IntegerField(label=_("Steps min"), required=False, min_value=0)
+    steps_max = forms.IntegerField(label=_("Steps max"), required=False, min_value=0)
+    outcome = forms.ChoiceField(label=_("Outcome"), choices=[("", _("any outcome")), ("correct", _("correct")), ("wrong", _("wrong")),
+                                         ("unscored", _("unscored"))], required=False)
+    stopped_by = forms.ChoiceField(label=_("Stopped by"), choices=[("", _("any end")), ("max_steps", _("max steps")), ("token_budget", _("token budget")),
+                                            ("cost_budget", _("cost budget")), ("wall_time", _("wall time")),
+                                            ("watchdog", _("watchdog")), ("user", _("user")),
+                                            ("unfinished", _("unfinished (imported)"))], required=False)
+    anchor = forms.ChoiceField(label=_("Anchor"), choices=[("", _("any anchoring")), ("broken", _("lost its anchor")), ("kept", _("no anchor break")),
+                                        *[(p, format_lazy(_("lost it: {}"), ANCHOR_LABELS.get(p, p))) for p in PATTERNS]], required=False)
+    forks = forms.ChoiceField(label=_("Forks"), choices=[("", _("forks too")), ("no", _("no forks")), ("only", _("forks only"))], required=False)
     since = FilterDateField()
-    evaluation = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
-    strategy = forms.CharField(required=False, max_length=20, widget=forms.HiddenInput)
+    evaluation = forms.IntegerField(label=_("Evaluation"), required=False, min_value=1, widget=forms.HiddenInput)
+    strategy = forms.CharField(label=_("Strategy"), required=False, max_length=20, widget=forms.HiddenInput)
     until = FilterDateField()
     tag, meta, session = label_filter_fields()
-    before = forms.CharField(required=False, max_length=80)
-    sort = forms.ChoiceField(choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
+    before = forms.CharField(label=_("Before"), required=False, max_length=80)
+    sort = forms.ChoiceField(label=_("Sort"), choices=[(k, k) for k in ("-created", "created", "-steps", "steps", "-tokens", "tokens")],
                              required=False)
 
     # What a screen reader says for each select (whose empty choice also names it: "any tier").
-    LABELS = {"status": "status", "mode": "mode", "intervened": "interventions", "tier": "intervention tier",
-              "anchor": "anchoring", "outcome": "outcome", "stopped_by": "how the run ended", "forks": "forks",
-              "steps_min": "at least this many steps", "steps_max": "at most this many steps",
-              "since": "created since", "until": "created until"}
+    LABELS = {"status": _("status"), "mode": _("mode"), "intervened": _("interventions"),
+              "tier": _("intervention tier"), "anchor": _("anchoring"), "outcome": _("outcome"),
+              "stopped_by": _("how the run ended"), "forks": _("forks"), "steps_min": _("at least this many steps"),
+              "steps_max": _("at most this many steps"), "since": _("created since"), "until": _("created until")}
 
     def __init__(self, data=None, *args, **kwargs):
         if data is not None and data.get("status") in LEGACY_STATUSES:
@@ -165,8 +169,8 @@ class RunFilterForm(forms.Form):
         super().__init__(data, *args, **kwargs)
         for name, label in self.LABELS.items():
             self.fields[name].widget.attrs["aria-label"] = label
-        self.fields["steps_min"].widget.attrs["placeholder"] = "min"
-        self.fields["steps_max"].widget.attrs["placeholder"] = "max"
+        self.fields["steps_min"].widget.attrs["placeholder"] = _("min")
+        self.fields["steps_max"].widget.attrs["placeholder"] = _("max")
 
     def filters(self) -> RunFilters:
         return RunFilters.of(self.cleaned_data)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
 
 from tracing.waterfall import MAX_TREE_DEPTH, Node, walk
 
@@ -17,17 +18,19 @@ def _ms(ms: float) -> str:
 
 def _row(node: Node, run_url: str) -> SafeString:
     s = node.span
-    step = (format_html('<a class="span-step" href="{}?step={}#step-{}" data-step="{}">step {}</a>',
-                        run_url, s.step, s.step, s.step, s.step) if s.step is not None
-            else mark_safe('<span class="muted small" title="this span gave no step">no step</span>'))
+    step = (format_html('<a class="span-step" href="{}?step={}#step-{}" data-step="{}">{}</a>',
+                        run_url, s.step, s.step, s.step, _("step %(n)s") % {"n": s.step}) if s.step is not None
+            else format_html('<span class="muted small" title="{}">{}</span>', _("this span gave no step"),
+                             _("no step")))
     return format_html(
         '<span class="span-row"><span class="span-name">{}{}</span> <span class="tag tag-span-{}">{}</span>'
         ' <span class="badge span-status-{}">{}</span> <span class="num span-ms">{}</span> {}'
         '<svg class="span-bar" viewBox="0 0 1000 8" preserveAspectRatio="none" aria-hidden="true">'
         '<rect x="{}" width="{}" height="8"/></svg></span>',
-        mark_safe('<span class="badge sig-flag" title="its parent span is not in this trace">orphan</span> ')
+        format_html('<span class="badge sig-flag" title="{}">{}</span> ', _("its parent span is not in this trace"),
+                    _("orphan"))
         if node.orphan else "",
-        s.name or "(unnamed span)", s.kind, s.kind,
+        s.name or _("(unnamed span)"), s.kind, s.kind,
         s.status, s.status, _ms(s.duration_ms), step, node.x, node.width,
     )
 

@@ -12,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -296,7 +297,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
         # Postgres refuses NUL even in a lookup; no slug holds one.
         task = access.tasks_for(request).filter(slug=slug).first() if "\x00" not in slug else None
         if task is None:
-            raise Http404("unknown task")
+            raise Http404(_("unknown task"))
         initial["task"] = task
     form = NewRunForm(request.POST or None, initial=initial, project_id=project.pk)
     if request.method == "POST" and form.is_valid():
@@ -309,7 +310,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
         else:
             if len(runs) > 1:
                 # Reruns land on their comparison, which fills in as they finish.
-                messages.success(request, f"Queued {len(runs)} reruns.")
+                messages.success(request, _("Queued %(n)d reruns.") % {"n": len(runs)})
                 return redirect("compare:group", group_id=runs[0].group_id)
             return redirect(runs[0])
     status = 400 if request.method == "POST" else 200

@@ -5,7 +5,9 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
+from runs.core.terms import TERMS
 from runs.policies.fields import FIELDS
 from runs.policies.services import COLUMNS
 from tracing import untrusted_json
@@ -27,7 +29,7 @@ def _field(path: str, kind: str) -> forms.Field:
     (Policy.from_dict) still has the last word, its error put on this field."""
     doc = FIELDS[path]
     if path == "ladder.tiers":
-        return forms.MultipleChoiceField(choices=[(t, t) for t in TIERS], widget=forms.CheckboxSelectMultiple,
+        return forms.MultipleChoiceField(choices=[(t, TERMS[t]) for t in TIERS], widget=forms.CheckboxSelectMultiple,
                                          label=doc.label, help_text=doc.help, required=False)
     if kind == "float":  # every float of a policy is a share
         return forms.FloatField(min_value=0.0, max_value=1.0, label=doc.label, help_text=doc.help,
@@ -59,17 +61,17 @@ class PolicyForm(forms.Form):
     """The editor: one field per setting, each explained; the whole policy as
     JSON is the advanced way (ticked, the JSON wins over the fields)."""
 
-    name = forms.SlugField(max_length=80)
-    description = forms.CharField(max_length=300, required=False)
+    name = forms.SlugField(label=_("Name"), max_length=80)
+    description = forms.CharField(label=_("Description"), max_length=300, required=False)
     enabled = forms.BooleanField(required=False, label=FIELDS["enabled"].label, help_text=FIELDS["enabled"].help)
     use_complexity = forms.BooleanField(required=False, label=FIELDS["use_complexity"].label,
                                         help_text=FIELDS["use_complexity"].help)
-    use_json = forms.BooleanField(required=False, label="edit as JSON",
-                                  help_text="save the JSON below instead of the fields above")
+    use_json = forms.BooleanField(required=False, label=_("edit as JSON"),
+                                  help_text=_("save the JSON below instead of the fields above"))
     config = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "class": "mono"}), required=False,
-                             label="policy as JSON",
-                             help_text="thresholds, windows, ladder, enabled, use_complexity; missing keys take "
-                                       "the defaults")
+                             label=_("policy as JSON"),
+                             help_text=_("thresholds, windows, ladder, enabled, use_complexity; missing keys take "
+                                       "the defaults"))
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -7,6 +7,7 @@ from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from runs.core import access
@@ -29,7 +30,7 @@ def policy_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
     project = access.require_admin(request).project
     current = access.policies_for(request).filter(name=name).order_by("-version").first() if name else None
     if name and current is None:
-        raise Http404(f"no policy {name!r} in {project}")
+        raise Http404(_("no policy %(name)r in %(project)s") % {"name": name, "project": project})
     policy = current.as_policy() if current is not None else DEFAULT_POLICY
     initial = initial_of(policy_config(policy))
     if current is not None:

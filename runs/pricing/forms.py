@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from runs.core.prices import ModelPrice
 
@@ -13,7 +14,7 @@ class ModelPriceForm(forms.ModelForm):
     def clean_prefix(self) -> str:
         prefix = self.cleaned_data["prefix"].strip()
         if not prefix:
-            raise forms.ValidationError("Name a model or a prefix of model names.")
+            raise forms.ValidationError(_("Name a model or a prefix of model names."))
         return prefix
 
 

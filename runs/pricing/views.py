@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from runs.core import access
@@ -24,7 +25,7 @@ def price_table(request: HttpRequest) -> HttpResponse:
         if formset.is_valid():
             with transaction.atomic():
                 formset.save()
-            messages.success(request, "Prices saved.")
+            messages.success(request, _("Prices saved."))
             return redirect("prices")
         return render(request, "pricing/prices.html", {"formset": formset}, status=400)
     return render(request, "pricing/prices.html", {"formset": formset})

@@ -6,28 +6,29 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class LabelState(models.TextChoices):
     """An item's denormalised verdict, kept by review_label() so the queue can
     filter on it without reading labels."""
 
-    UNLABELLED = "unlabelled", "unlabelled"
-    JUSTIFIED = "justified", "justified"
-    WRONGLY_KILLED = "wrongly_killed", "wrongly killed"
-    UNSURE = "unsure", "unsure"
+    UNLABELLED = "unlabelled", _("unlabelled")
+    JUSTIFIED = "justified", _("justified")
+    WRONGLY_KILLED = "wrongly_killed", _("wrongly killed")
+    UNSURE = "unsure", _("unsure")
     # Current labels from different reviewers disagree.
-    DISPUTED = "disputed", "disputed"
+    DISPUTED = "disputed", _("disputed")
 
 
 class ForkOutcome(models.TextChoices):
-    NONE = "", "no fork"
-    RUNNING = "running", "running"
-    SUCCEEDED = "succeeded", "succeeded"
-    FAILED = "failed", "failed"
+    NONE = "", _("no fork")
+    RUNNING = "running", _("running")
+    SUCCEEDED = "succeeded", _("succeeded")
+    FAILED = "failed", _("failed")
     # Ran out of its steps or was stopped again: the loop was real.
-    LOOPED = "looped", "looped again"
-    ERROR = "error", "error"
+    LOOPED = "looped", _("looped again")
+    ERROR = "error", _("error")
 
 
 class ReviewItem(models.Model):
@@ -96,9 +97,9 @@ class ReviewLabel(models.Model):
     stays as history (is_current=False, superseded_by the new one)."""
 
     class Value(models.TextChoices):
-        JUSTIFIED = "justified", "justified"
-        WRONGLY_KILLED = "wrongly_killed", "wrongly killed exploration"
-        UNSURE = "unsure", "unsure"
+        JUSTIFIED = "justified", _("justified")
+        WRONGLY_KILLED = "wrongly_killed", _("wrongly killed exploration")
+        UNSURE = "unsure", _("unsure")
 
     item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="labels")
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_labels")

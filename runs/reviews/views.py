@@ -12,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -65,7 +66,7 @@ def _cursor(item: ReviewItem, sort: str) -> str:
 def _get_item(request: HttpRequest, run_id: int, index: int, *related: str) -> ReviewItem:
     item = item_for_step(run_id, index, items_for(request).select_related(*related))
     if item is None:
-        raise Http404(f"step {index} of run {run_id} is not an interruption")
+        raise Http404(_("step %(step)s of run %(run)s is not an interruption") % {"step": index, "run": run_id})
     return item
 
 
@@ -297,7 +298,7 @@ def run_fork_edited(request: HttpRequest, run_id: int, index: int) -> HttpRespon
     run = access.run_for(request, run_id, "task", "policy")
     step = next((s for s in trajectory(run, lo=index, hi=index) if s.kind in EDITABLE_KINDS), None)
     if step is None:
-        raise Http404(f"run {run_id} has no observation or thought at step {index}")
+        raise Http404(_("run %(run)s has no observation or thought at step %(step)s") % {"run": run_id, "step": index})
     status = 200
     if request.method == "POST":
         access.require_reviewer(request)

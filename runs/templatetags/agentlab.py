@@ -5,7 +5,10 @@ from django import template
 from runs.core import step_payloads as payloads
 from runs.core import step_rows
 from runs.core.anchor_names import anchor_label
+from runs.core.anchor_reasons import anchor_reason
 from runs.core.prices import money
+from runs.core.terms import layer_description as layer_description_of
+from runs.core.terms import term as term_of
 from tracing import shown_json
 
 register = template.Library()
@@ -18,6 +21,18 @@ def pretty_json(value) -> str:
         return shown_json.dumps(value, indent=2, sort_keys=True)
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def term(value) -> str:
+    """A stored status, step kind, detector or tier as the page's language says it (runs/core/terms.py)."""
+    return term_of(value)
+
+
+@register.filter
+def layer_description(layer) -> str:
+    """A failure layer's meaning in the page's language (`layer` has .key and .description)."""
+    return layer_description_of(getattr(layer, "key", ""), getattr(layer, "description", ""))
 
 
 @register.filter
@@ -91,3 +106,9 @@ def step_cost(step, price) -> str:
     if price is None or not (step.prompt_tokens or step.completion_tokens):
         return ""
     return money(price.cost(step.prompt_tokens, step.completion_tokens))
+
+
+@register.filter(name="anchor_reason")
+def anchor_reason_filter(reason: str) -> str:
+    """A detector's reason in the page's language: its sentence translated, the agent's quoted words as they were."""
+    return anchor_reason(reason)

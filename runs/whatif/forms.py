@@ -4,6 +4,7 @@ import math
 from dataclasses import fields
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from runs.core.models import Policy
 from runs.policies.services import COLUMNS
@@ -15,15 +16,15 @@ SWEEPABLE = [f"{section}.{f.name}" for section, kind in (("thresholds", Threshol
 
 
 class WhatIfForm(forms.Form):
-    policy = forms.ModelChoiceField(queryset=Policy.objects.none(), required=False, empty_label="— built-in default —")
-    config = forms.CharField(widget=forms.Textarea(attrs={"rows": 18, "class": "mono"}),
-                             help_text="the policy to replay (JSON: thresholds, windows, ladder, enabled...)")
-    sweep_path = forms.ChoiceField(choices=[("", "no sweep"), *[(p, p) for p in SWEEPABLE]], required=False,
-                                   label="sweep field")
-    sweep_values = forms.CharField(required=False, max_length=400, help_text="comma-separated, e.g. 6, 8, 10, 12")
-    task = forms.CharField(required=False, max_length=80)
-    model = forms.CharField(required=False, max_length=120)
-    source = forms.CharField(required=False, max_length=40)
+    policy = forms.ModelChoiceField(label=_("Policy"), queryset=Policy.objects.none(), required=False, empty_label=_("— built-in default —"))
+    config = forms.CharField(label=_("Config"), widget=forms.Textarea(attrs={"rows": 18, "class": "mono"}),
+                             help_text=_("the policy to replay (JSON: thresholds, windows, ladder, enabled...)"))
+    sweep_path = forms.ChoiceField(choices=[("", _("no sweep")), *[(p, p) for p in SWEEPABLE]], required=False,
+                                   label=_("sweep field"))
+    sweep_values = forms.CharField(label=_("Sweep values"), required=False, max_length=400, help_text=_("comma-separated, e.g. 6, 8, 10, 12"))
+    task = forms.CharField(label=_("Task"), required=False, max_length=80)
+    model = forms.CharField(label=_("Model"), required=False, max_length=120)
+    source = forms.CharField(label=_("Source"), required=False, max_length=40)
 
     def __init__(self, *args, project_id: int | None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -47,10 +48,10 @@ class WhatIfForm(forms.Form):
             try:
                 values = [float(v) if "." in v else int(v) for v in (x.strip() for x in raw.split(",")) if v]
             except ValueError:
-                self.add_error("sweep_values", "numbers separated by commas")
+                self.add_error("sweep_values", _("numbers separated by commas"))
             if not all(math.isfinite(v) for v in values):
-                self.add_error("sweep_values", "finite numbers only")
+                self.add_error("sweep_values", _("finite numbers only"))
             elif not values:
-                self.add_error("sweep_values", "give the values to sweep")
+                self.add_error("sweep_values", _("give the values to sweep"))
         data["values"] = values
         return data

@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -69,17 +70,17 @@ def _curve(job: WhatIfJob, rows: list[dict]) -> dict:
                             hovertemplate="%{x}: %{y:.0%}<extra>" + name + "</extra>")
 
     traces = [
-        share("runs interrupted", [_rate(r["interrupted"], r["runs"]) for r in rows], charts.BLUE),
-        share("stops of wrong runs (benefit)", [_rate(r["stopped_failed"], r["runs"]) for r in rows],
+        share(_("runs interrupted"), [_rate(r["interrupted"], r["runs"]) for r in rows], charts.BLUE),
+        share(_("stops of wrong runs (benefit)"), [_rate(r["stopped_failed"], r["runs"]) for r in rows],
               charts.GREEN),
-        share("stops of correct runs (cost)", [_rate(r["stopped_succeeded"], r["runs"]) for r in rows],
+        share(_("stops of correct runs (cost)"), [_rate(r["stopped_succeeded"], r["runs"]) for r in rows],
               charts.RED),
     ]
     if any(r["justified_total"] or r["wrongly_total"] for r in rows):
         traces += [
-            share("justified interruptions still caught",
+            share(_("justified interruptions still caught"),
                   [_rate(r["justified_caught"], r["justified_total"]) for r in rows], charts.GREEN, "dot"),
-            share("wrongly killed still killed",
+            share(_("wrongly killed still killed"),
                   [_rate(r["wrongly_total"] - r["wrongly_spared"], r["wrongly_total"]) for r in rows], charts.RED,
                   "dot"),
         ]
@@ -87,8 +88,8 @@ def _curve(job: WhatIfJob, rows: list[dict]) -> dict:
     return charts.figure(
         traces, height=380,  # titled by the page (a plotly title and a top legend collide when narrow)
         # Two short lines: one long line overflows a phone-wide chart.
-        x_title=(f"{job.sweep_path}<br>({doc.label})" if doc else job.sweep_path) or "policy",
-        y_title="share", xaxis={"type": "category"}, yaxis={"range": [-0.03, 1.05], "tickformat": ".0%"},
+        x_title=(f"{job.sweep_path}<br>({doc.label})" if doc else job.sweep_path) or _("policy"),
+        y_title=_("share"), xaxis={"type": "category"}, yaxis={"range": [-0.03, 1.05], "tickformat": ".0%"},
         # The legend above the plot: below it, it ran into the axis title on a narrow screen.
         margin={"l": 70, "r": 20, "t": 20, "b": 60}, legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
     )
@@ -117,7 +118,7 @@ def whatif_save(request: HttpRequest, job_id: int, position: int) -> HttpRespons
     job = get_object_or_404(WhatIfJob, pk=job_id, project_id=access.project_id(request))
     access.require_admin(request)
     if not 0 <= position < len(job.policies):
-        return HttpResponse("no such policy in this what-if", status=404, content_type="text/plain; charset=utf-8")
+        return HttpResponse(_("no such policy in this what-if"), status=404, content_type="text/plain; charset=utf-8")
     value = job.sweep_values[position] if job.sweep_values else None
     try:
         saved = policy_version_save(

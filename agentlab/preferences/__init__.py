@@ -1,0 +1,1 @@
+"""A user's own settings that follow them from browser to browser: the interface language."""
