@@ -44,7 +44,7 @@ INSTALLED_APPS = [
     "agentlab.projects",
     "agentlab.preferences",
     "runs",
-    "tracing",
+    "tracing.store",
 ]
 
 MIDDLEWARE = [
@@ -252,7 +252,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 RUN_QUEUE = env_str("RUN_QUEUE", "agentlab-runs")
 CELERY_TASK_DEFAULT_QUEUE = RUN_QUEUE
 
-# Ingestion (tracing.ingest). The OTLP endpoint stores spans and answers; the
+# Ingestion (tracing.store.ingest). The OTLP endpoint stores spans and answers; the
 # analysis of the runs a request ended (signals, the replayed watchdog policy,
 # the anchor break) runs in a Celery task, unless this is set (tests; a
 # deployment without workers), when it runs in the request.
@@ -264,7 +264,7 @@ BREAKS_REANALYSE_INLINE = env_bool("BREAKS_REANALYSE_INLINE", False)
 # A trace with no new span for this long whose root span never came (lost,
 # or the process died) is ended by `manage.py closetraces` / the beat entry below.
 INGEST_TRACE_TIMEOUT_S = env_float("INGEST_TRACE_TIMEOUT_S", 900.0)
-# A guarded API run (tracing.guard) that was sent a stop ends `stopped` by the
+# A guarded API run (tracing.store.guard) that was sent a stop ends `stopped` by the
 # watchdog when the agent next writes, or after this long without a word from
 # it (swept with the stale traces, below).
 GUARD_STOP_TIMEOUT_S = env_float("GUARD_STOP_TIMEOUT_S", 60.0)
@@ -294,9 +294,9 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"queue": RUN_CONTROL_QUEUE, "expires": RECONCILE_INTERVAL_S * 2},
     },
 
-    "close-stale-traces": {"task": "tracing.tasks.close_stale_traces", "schedule": 60.0},
+    "close-stale-traces": {"task": "tracing.store.tasks.close_stale_traces", "schedule": 60.0},
     # Projects' retention (keep runs N days): older runs deleted in batches, each deletion recorded.
-    "delete-expired-runs": {"task": "tracing.tasks.delete_expired_runs", "schedule": 3600.0,
+    "delete-expired-runs": {"task": "tracing.store.tasks.delete_expired_runs", "schedule": 3600.0,
                             "options": {"expires": 3600.0}},
     # Approval requests past APPROVAL_TTL_S end their runs with the reason, on
     # the control queue beside the reconciler (a busy run queue must not delay it).

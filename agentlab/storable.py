@@ -4,7 +4,7 @@ Postgres refuses NUL in text (even as a lookup value: a filter on it is a
 500, not an empty result) and a lone UTF-16 surrogate cannot be encoded as
 UTF-8. Form values cannot hold a surrogate (Django decodes the body with
 replacement), JSON typed into a form can (`"\\ud800"`): that is
-tracing.untrusted_json's to refuse.
+tracing.core.untrusted_json's to refuse.
 """
 
 from __future__ import annotations

@@ -30,5 +30,5 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("local-model/status/", agentlab_views.local_model_status, name="local_model_status"),
-    path("", include("tracing.api_urls")),
+    path("", include("tracing.store.api_urls")),
 ]

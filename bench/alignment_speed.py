@@ -27,8 +27,8 @@ import _paths
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from tracing.alignment import align_runs  # noqa: E402
-from tracing.steps import Step, read_jsonl  # noqa: E402
+from tracing.core.alignment import align_runs  # noqa: E402
+from tracing.core.steps import Step, read_jsonl  # noqa: E402
 
 EVAL_DIR = _paths.eval_dir()
 SOURCES = ("alfworld_sala", "reflexion_hotpotqa", "react_webshop")

@@ -54,7 +54,7 @@ def _attribute_alone(failed_ids: list[int]) -> list[float]:
     """Milliseconds of attribution_column per failed run, given the run's analysis."""
     from runs.core.models import Run
     from runs.launch.run_analysis import _records, attribution_column
-    from tracing.analysis import analyse
+    from tracing.core.analysis import analyse
 
     times = []
     for start in range(0, len(failed_ids), PAIR_BATCH):

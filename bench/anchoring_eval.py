@@ -51,8 +51,8 @@ CODE_ROOT = setup_code_path()
 
 import corruptions as C  # noqa: E402
 
-from tracing.anchoring import anchor_report, is_failure  # noqa: E402
-from tracing.steps import Step, Trajectory, read_jsonl  # noqa: E402
+from tracing.core.anchoring import anchor_report, is_failure  # noqa: E402
+from tracing.core.steps import Step, Trajectory, read_jsonl  # noqa: E402
 
 EVAL_DIR = eval_dir()
 NEW_SOURCES = ("tau2_retail_telecom", "mint_coding", "intercode")

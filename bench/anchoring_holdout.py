@@ -56,7 +56,7 @@ import _paths  # noqa: E402
 
 _paths.setup_code_path()
 
-from tracing.steps import Step, Trajectory, is_reply, read_jsonl, role_of  # noqa: E402
+from tracing.core.steps import Step, Trajectory, is_reply, read_jsonl, role_of  # noqa: E402
 
 KINDS = ("answer_swap", "ignored_failure", "empty_result", "number_drift", "invented_call", "stale_value")
 SOURCES = (
@@ -304,7 +304,7 @@ def _answer_kind(answer: str) -> str:
 
 
 def context_texts(traj: Trajectory) -> list[str]:
-    from tracing.steps import context_text
+    from tracing.core.steps import context_text
 
     return [traj.goal, context_text(traj.context)]
 
@@ -913,7 +913,7 @@ def corrupt(kind: str, traj: Trajectory, seed: int, pool=None, limit: int | None
 
 
 def _report(steps: list[Step], traj: Trajectory):
-    from tracing.anchoring import anchor_report
+    from tracing.core.anchoring import anchor_report
 
     return anchor_report(steps, task=traj.goal, context=traj.context)
 

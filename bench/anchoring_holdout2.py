@@ -1,4 +1,4 @@
-"""A second, blind held-out benchmark for the anchoring detector (``tracing.anchoring``).
+"""A second, blind held-out benchmark for the anchoring detector (``tracing.core.anchoring``).
 
     python bench/anchoring_holdout2.py [--seed 23] [--per-source N] [--show-missed K]
 
@@ -43,7 +43,7 @@ from _paths import SOURCES, describe, eval_dir, setup_code_path  # noqa: E402
 
 setup_code_path()
 
-from tracing.steps import Step, Trajectory, context_text, read_jsonl  # noqa: E402
+from tracing.core.steps import Step, Trajectory, context_text, read_jsonl  # noqa: E402
 
 # Kinds, in the order they are generated and printed.
 KINDS = (
@@ -1167,7 +1167,7 @@ def load_source(root: Path, source: str) -> list[Trajectory]:
 
 
 def first_break(steps: list[Step], traj: Trajectory) -> int | None:
-    from tracing.anchoring import anchor_report
+    from tracing.core.anchoring import anchor_report
 
     return anchor_report(steps, task=traj.goal, context=traj.context).first_break
 

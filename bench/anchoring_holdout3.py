@@ -2,8 +2,8 @@
 
     python3 bench/anchoring_holdout3.py [--seed 31] [--per-kind 20] [--show-missed N] [--json PATH]
 
-Written without reading the detector (only ``tracing/anchoring/__init__.py``,
-``tracing/steps.py`` and ``tracing/detect.py``) or the earlier benchmarks; see
+Written without reading the detector (only ``tracing/core/anchoring/__init__.py``,
+``tracing/core/steps.py`` and ``tracing/detect.py``) or the earlier benchmarks; see
 ``bench/README-holdout3.md``. For each source of ``shared/eval``, runs on which
 ``anchor_report`` finds no break as recorded ("clean bases") get exactly ONE
 lapse: one agent step rewritten, or one thought inserted. The lapse kinds come
@@ -34,8 +34,8 @@ import _paths
 
 ROOT = _paths.setup_code_path()
 
-from tracing.anchoring import anchor_report  # noqa: E402 -- after the code path is set
-from tracing.steps import Step, Trajectory, context_text, is_reply, read_jsonl  # noqa: E402
+from tracing.core.anchoring import anchor_report  # noqa: E402 -- after the code path is set
+from tracing.core.steps import Step, Trajectory, context_text, is_reply, read_jsonl  # noqa: E402
 
 SOURCES = _paths.SOURCES
 DEFAULT_SEED = 31

@@ -37,9 +37,9 @@ from _paths import SMOKE, describe, eval_dir, full_eval_dir, setup_code_path  # 
 
 CODE_ROOT = setup_code_path()
 
-from tracing.analysis import analyse  # noqa: E402
-from tracing.attribution import LAYER_KEYS, attribute  # noqa: E402
-from tracing.steps import Trajectory, read_jsonl  # noqa: E402
+from tracing.core.analysis import analyse  # noqa: E402
+from tracing.core.attribution import LAYER_KEYS, attribute  # noqa: E402
+from tracing.core.steps import Trajectory, read_jsonl  # noqa: E402
 
 EVAL_DIR = eval_dir()
 LABELS = Path(__file__).resolve().parents[1] / "tests" / "tracing" / "attribution_labels.jsonl"

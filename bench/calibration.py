@@ -51,7 +51,7 @@ import anchoring_eval as E  # noqa: E402  (puts the measured checkout on sys.pat
 import corruptions as C  # noqa: E402
 
 from runs.breaks import rule  # noqa: E402
-from tracing.anchoring import anchor_report  # noqa: E402
+from tracing.core.anchoring import anchor_report  # noqa: E402
 
 SMOKE_RUNS = 12
 

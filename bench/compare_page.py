@@ -66,7 +66,7 @@ def seed_group(name: str, n_runs: int, n_steps: int, rng: random.Random) -> int:
     from django.contrib.auth.models import User
 
     from runs.core.models import RerunGroup, Run, Task
-    from tracing.models import Step
+    from tracing.store.models import Step
 
     owner = User.objects.get(username="bench")
     task, _ = Task.objects.get_or_create(slug="bench-capital", defaults={
@@ -133,7 +133,7 @@ def timed(client, url: str, n: int, headers: dict | None = None) -> list[float]:
 def alignment_only(group_id: int, n: int = 10) -> list[float]:
     from runs.compare.selectors import grid_steps as _grid_steps
     from runs.core.models import Run
-    from tracing.alignment import align_runs
+    from tracing.core.alignment import align_runs
 
     ids = list(Run.objects.filter(group_id=group_id).order_by("created_at", "id").values_list("pk", flat=True))
     steps = _grid_steps(ids)

@@ -6,8 +6,8 @@ to build it). The benchmark keeps the candidates that lie before the
 detector's own first break on the clean run and picks one per run and kind.
 
 Everything here is driven by the structure of the run, never by strings of one
-source: who speaks (``tracing.steps.role_of`` / ``is_reply``), what a tool
-result says (``tracing.results.read_result``: status, form, parsed data,
+source: who speaks (``tracing.core.steps.role_of`` / ``is_reply``), what a tool
+result says (``tracing.core.results.read_result``: status, form, parsed data,
 rejected), JSON records with an id-like key, row tuples, tool names. Nothing
 here asks the detector anything, so the cases do not bend towards it.
 
@@ -62,8 +62,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tracing.results import Reading, read_result
-from tracing.steps import Step, Trajectory, context_text, is_reply, role_of
+from tracing.core.results import Reading, read_result
+from tracing.core.steps import Step, Trajectory, context_text, is_reply, role_of
 
 KINDS = (
     "swap_observation",

@@ -99,7 +99,7 @@ def seed() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from tracing.steps import read_jsonl
+    from tracing.core.steps import read_jsonl
 
     call_command("loaddemo", verbosity=0)
     project = _django.bench_project(User.objects.create_user("bench", password="bench"))

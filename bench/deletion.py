@@ -8,7 +8,7 @@ for the record).
 Seeds a scratch database with COPY: a project of 10,000 recent runs (10 steps
 each) that the run list shows, and 2,000 runs of 500 steps (1,000,000 steps)
 created 100 days ago, past the project's retention of 30 days. Then the
-retention sweep that beat runs (tracing.step_deletion.retention_sweep: steps
+retention sweep that beat runs (tracing.store.step_deletion.retention_sweep: steps
 STEP_BATCH at a time, each batch its own transaction, then the runs in
 batches with what cascades from them) runs in a thread of its own, with a
 connection of its own, while this thread reads the run list's first page
@@ -48,8 +48,8 @@ def seed() -> int:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from tracing.models import Retention
-    from tracing.stepsearch import step_document
+    from tracing.core.stepsearch import step_document
+    from tracing.store.models import Retention
 
     project = _django.bench_project(User.objects.create_user("bench", password="bench"))
     Retention.objects.create(project=project, keep_days=KEEP_DAYS)
@@ -103,8 +103,8 @@ def main() -> int:
     from django.test import Client
 
     from runs.core.models import Run
-    from tracing.models import DeletionRecord, Step
-    from tracing.step_deletion import STEP_BATCH, retention_sweep
+    from tracing.store.models import DeletionRecord, Step
+    from tracing.store.step_deletion import STEP_BATCH, retention_sweep
 
     client = Client()
     client.force_login(User.objects.get(username="bench"))

@@ -1,6 +1,6 @@
 """The watchdog on the real trajectories of ../shared/eval (issue 11).
 
-Per source, with the policy replayed as if live (``tracing.replay``: a stop
+Per source, with the policy replayed as if live (``tracing.core.replay``: a stop
 ends the run): share of succeeded runs with any intervention (target <= 10%)
 and with a stop (target <= 1%); share of failed runs stopped; steps saved =
 share of the failed runs' steps that come after the stop. The same figures
@@ -61,11 +61,11 @@ CODE_ROOT = setup_code_path()
 
 from corruptions import is_call, is_result, is_user, pair_results  # noqa: E402
 
+from tracing.core.replay import replay  # noqa: E402
+from tracing.core.results import read_result  # noqa: E402
+from tracing.core.steps import Step, Trajectory, read_jsonl  # noqa: E402
+from tracing.core.watchdog import OFF_POLICY, Policy, PolicyError  # noqa: E402
 from tracing.detect import load_policy  # noqa: E402
-from tracing.replay import replay  # noqa: E402
-from tracing.results import read_result  # noqa: E402
-from tracing.steps import Step, Trajectory, read_jsonl  # noqa: E402
-from tracing.watchdog import OFF_POLICY, Policy, PolicyError  # noqa: E402
 
 TARGET_OK_INTERVENED = 0.10
 TARGET_OK_STOPPED = 0.01

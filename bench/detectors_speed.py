@@ -21,8 +21,8 @@ import _paths
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tracing.steps import Step, Trajectory, read_jsonl  # noqa: E402
-from tracing.watchdog import DEFAULT_POLICY, Watchdog  # noqa: E402
+from tracing.core.steps import Step, Trajectory, read_jsonl  # noqa: E402
+from tracing.core.watchdog import DEFAULT_POLICY, Watchdog  # noqa: E402
 
 TARGET_STEPS_PER_S = 20_000
 DEFAULT_EVAL = _paths.eval_dir()

@@ -130,15 +130,15 @@ def measure(base: str, token: str, runs: list[int], start: int, requests: int, t
 
 
 def in_process(runs: dict[bool, list[int]], start: int, requests: int) -> dict[bool, tuple[list[float], list[float]]]:
-    """The same service call (tracing.ingest.services.run_append) in this process,
+    """The same service call (tracing.store.ingest.services.run_append) in this process,
     guarded and unguarded interleaved request by request: wall and CPU ms. The
     server's own added time, without HTTP and the other agents' queueing (on a
     shared machine the HTTP figures carry everyone's load)."""
     from django.contrib.auth import get_user_model
 
     from runs.core.models import Run
-    from tracing.ingest import services
-    from tracing.ingest.jsonapi import parse_steps
+    from tracing.core.formats.jsonapi import parse_steps
+    from tracing.store.ingest import services
 
     owner = get_user_model().objects.get(username="bench")
     project_id = Run.objects.get(pk=runs[True][0]).project_id
@@ -173,7 +173,7 @@ def main() -> None:
     ensure_database(ingest.DB_NAME)
     from django.contrib.auth import get_user_model
 
-    from tracing.ingest.writes import token_create
+    from tracing.store.ingest.writes import token_create
 
     owner = get_user_model().objects.create_user("bench")
     token = token_create(user=owner, project_id=bench_project(owner).pk, name="bench")[1]

@@ -71,7 +71,7 @@ BENCH_QUEUE = f"bench-ingest-analysis-{DB_NAME}"
 
 
 def _load():
-    from tracing.steps import read_jsonl
+    from tracing.core.steps import read_jsonl
 
     trajectories = []
     for path in sorted(EVAL_DIR.glob("*/runs.jsonl")):
@@ -238,10 +238,10 @@ def _raw_copy(trajectories, owner) -> float:
     from django.utils import timezone
 
     from runs.core.models import Run
-    from tracing.recorder import clean_json as _json
-    from tracing.recorder import clean_text as _clean
-    from tracing.steps import role_of
-    from tracing.stepsearch import step_document
+    from tracing.core.steps import role_of
+    from tracing.core.stepsearch import step_document
+    from tracing.store.recorder import clean_json as _json
+    from tracing.store.recorder import clean_text as _clean
 
     project = bench_project(owner)
     runs = [Run(owner=owner, project=project, prompt=t.task, provider="import", source="copy", status="finished")
@@ -284,7 +284,7 @@ def _latencies(base: str, token: str) -> dict[int, tuple[float, float]]:
 def _analysis_cost(owner, trajectories) -> float:
     """Seconds per run for signals + anchor break on finish (what `"analyse": true` adds)."""
     from runs.core.models import Run
-    from tracing.ingest.services import runs_ended
+    from tracing.store.ingest.services import runs_ended
 
     sample = list(Run.objects.filter(owner=owner, source="api").order_by("pk").values_list("pk", flat=True)[:200])
     started = time.perf_counter()
@@ -300,7 +300,7 @@ def _sdk_exporter(base: str, token: str, trajectories, owner) -> tuple[float, fl
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.trace import set_span_in_context
 
-    from tracing.models import IngestedSpan
+    from tracing.store.models import IngestedSpan
 
     provider = TracerProvider(resource=Resource.create({"service.name": "bench-sdk"}))
     # A queue that holds every span: the bench feeds spans far faster than any
@@ -449,9 +449,9 @@ def serve(port: int, threads: int) -> None:
     setup(DB_NAME)
     if os.environ.get("BENCH_NO_CALLS") == "1":
         # The "before": the same mapping, the model calls it derives not written.
-        import tracing.ingest.services
+        import tracing.store.ingest.services
 
-        tracing.ingest.services.calls_record = lambda batches: None
+        tracing.store.ingest.services.calls_record = lambda batches: None
 
     pool = ThreadPoolExecutor(threads)
 
@@ -520,7 +520,7 @@ def main() -> None:
     ensure_database(DB_NAME)
     from django.contrib.auth import get_user_model
 
-    from tracing.ingest.writes import token_create
+    from tracing.store.ingest.writes import token_create
 
     owner = get_user_model().objects.create_user("bench")
     token = token_create(user=owner, project_id=bench_project(owner).pk, name="bench")[1]

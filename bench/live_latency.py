@@ -36,7 +36,7 @@ def measure(queue: str) -> None:
     from runs.core.models import Run, Task
     from runs.launch import services
     from tests.servers import free_port, wait_http
-    from tracing.models import Step
+    from tracing.store.models import Step
 
     port = free_port()
     web = subprocess.Popen([sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"],

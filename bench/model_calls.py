@@ -66,9 +66,9 @@ def naive_size(run_ids: list[int]) -> int:
     """Every call's messages and tools as one jsonb each: what storing them without sharing would take."""
     from django.db import connection
 
-    from tracing.call_store import call_messages
-    from tracing.models import ModelCall
-    from tracing.recorder import clean_json
+    from tracing.store.call_store import call_messages
+    from tracing.store.models import ModelCall
+    from tracing.store.recorder import clean_json
 
     with connection.cursor() as cur:
         cur.execute("DROP TABLE IF EXISTS bench_naive_calls")
@@ -86,10 +86,10 @@ def naive_size(run_ids: list[int]) -> int:
 def big_runs() -> tuple[int, int]:
     """Two 300-step runs, one with a model call per turn and one without (the baseline page)."""
     from runs.core.models import Run, Task
-    from tracing.call_store import CallRecorder
-    from tracing.model_calls import ModelCallRecord
-    from tracing.recorder import record_step
-    from tracing.steps import Step
+    from tracing.core.model_calls import ModelCallRecord
+    from tracing.core.steps import Step
+    from tracing.store.call_store import CallRecorder
+    from tracing.store.recorder import record_step
 
     task = Task.objects.first()
     out = []
@@ -141,7 +141,7 @@ def main() -> None:
 
     call_command("loaddemo", verbosity=0)
     from runs.core.models import Run
-    from tracing.models import ModelCall
+    from tracing.store.models import ModelCall
 
     runs0, calls0, messages0 = sizes(RUN_TABLES), sizes(CALL_TABLES), sizes(("tracing_callmessage",))
     t0 = time.perf_counter()

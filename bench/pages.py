@@ -31,9 +31,9 @@ def seed() -> tuple[int, int]:
     from django.db import connection
 
     from runs.core.models import Run, Task
-    from tracing.anchoring import PATTERNS
-    from tracing.recorder import record_step
-    from tracing.steps import Step
+    from tracing.core.anchoring import PATTERNS
+    from tracing.core.steps import Step
+    from tracing.store.recorder import record_step
 
     project = _django.bench_project(User.objects.create_user("bench", password="bench"))
     tasks = [Task.objects.create(slug=f"task-{i}", title=f"Task {i}", prompt=f"Question {i}?", gold_answer="x") for i in range(25)]

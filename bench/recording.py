@@ -27,7 +27,7 @@ def main() -> None:
     from runs.agent.suite import builtin_tasks, load_documents
     from runs.agent.tools import CorpusSearch, default_tools
     from runs.core.models import Run
-    from tracing.recorder import Recorder
+    from tracing.store.recorder import Recorder
 
     client = sim_client()
     project = _django.bench_project()

@@ -82,7 +82,7 @@ def _seed_runs(rng: random.Random) -> list[tuple]:
                                                          "policy__version", "status", "created_at"))
 
 
-# The threshold each detector's interruptions record (tracing.watchdog): its
+# The threshold each detector's interruptions record (tracing.core.watchdog): its
 # name and value, and the score of the evidence that met it.
 THRESHOLDS = {"repetition": ("thresholds.repetition_similarity", 0.8, "similarity"),
               "observation": ("windows.invalid_run", 2, "invalid_run"),

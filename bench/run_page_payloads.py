@@ -47,8 +47,8 @@ def seed() -> int:
     from django.contrib.auth.models import User
 
     from runs.core.models import Run, Task
-    from tracing.recorder import record_step
-    from tracing.steps import Step
+    from tracing.core.steps import Step
+    from tracing.store.recorder import record_step
 
     project = _django.bench_project(User.objects.create_user("bench", password="bench"))
     task = Task.objects.create(slug="t", title="t", prompt="Where was the author born?", gold_answer="x")

@@ -4,7 +4,7 @@ Target: <= 300 ms p95 for a common word and a rare one (English and Chinese).
 
 Seeds a scratch database with COPY: 50,000 runs of 20 steps (1,000,000 steps),
 text drawn from a Zipf-like vocabulary, a fifth of the steps in Chinese, each
-step's search column built by tracing.stepsearch as the writers build it.
+step's search column built by tracing.core.stepsearch as the writers build it.
 Then times the search as the run list runs it (the matching runs, newest
 first, a page of 50, and the first matching step of each) and the whole page
 through Django's test client, prints EXPLAIN ANALYZE of both plans, and
@@ -61,7 +61,7 @@ def seed() -> int:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from tracing.stepsearch import step_document
+    from tracing.core.stepsearch import step_document
 
     project = _django.bench_project(User.objects.create_user("bench", password="bench"))
     rng = random.Random(5)
@@ -132,7 +132,7 @@ def bench_search() -> None:
 
     from runs.core.models import Run
     from runs.search.selectors import _FIRST_HITS_SQL, first_hits, query_tokens, runs_with_text
-    from tracing.stepsearch import tsquery_literal
+    from tracing.core.stepsearch import tsquery_literal
 
     client = Client()
     client.force_login(User.objects.get(username="bench"))
@@ -180,10 +180,10 @@ def bench_writes() -> None:
     same writers with an empty document (what they cost before it)."""
     from django.db import connection
 
-    import tracing.ingest.writes as writes
-    import tracing.recorder as recorder
+    import tracing.store.ingest.writes as writes
+    import tracing.store.recorder as recorder
     from runs.core.models import Run
-    from tracing.steps import Step as StepRecord
+    from tracing.core.steps import Step as StepRecord
 
     rng = random.Random(9)
     texts = [_sentence(rng, zh=rng.random() < 0.2) * 3 for _ in range(2000)]

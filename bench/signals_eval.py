@@ -7,7 +7,7 @@ For every source of shared/eval (and each ``DIR/<source>/runs.jsonl`` given
 with ``--extra``, e.g. a converted source nobody tuned on), on uncorrupted
 runs with an outcome:
 
-- the shown break (strong evidence, tracing.anchoring.strength): share of
+- the shown break (strong evidence, tracing.core.anchoring.strength): share of
   succeeded and of failed runs with one, and the lift (failed rate ÷
   succeeded rate; goal: succeeded ≤ 5%, lift ≥ 3);
 - the first finding (weak evidence, "worth a look"), the same figures;
@@ -34,8 +34,8 @@ setup_code_path()
 
 from anchoring_eval import lift, naive_break  # noqa: E402
 
-from tracing.anchoring import anchor_report  # noqa: E402
-from tracing.steps import read_jsonl  # noqa: E402
+from tracing.core.anchoring import anchor_report  # noqa: E402
+from tracing.core.steps import read_jsonl  # noqa: E402
 
 
 def sources(extra: list[Path]) -> list[tuple[str, Path]]:

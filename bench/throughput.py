@@ -24,7 +24,7 @@ def main(runs: int) -> None:
 
         from runs.core.models import Run, Task
         from runs.launch import services
-        from tracing.models import Step
+        from tracing.store.models import Step
 
         time.sleep(3)  # let the worker connect before the clock starts
         tasks = list(Task.objects.all())

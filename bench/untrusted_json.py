@@ -1,4 +1,4 @@
-"""What tracing.untrusted_json costs over a bare json.loads, on a step-API body of 20,000 steps.
+"""What tracing.core.untrusted_json costs over a bare json.loads, on a step-API body of 20,000 steps.
 
     python bench/untrusted_json.py [--smoke: 500 steps]
 
@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _paths  # noqa: E402
 
-from tracing import untrusted_json  # noqa: E402
+from tracing.core import untrusted_json  # noqa: E402
 
 STEPS = _paths.sized(20_000, 500)
 

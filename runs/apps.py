@@ -11,8 +11,8 @@ class RunsConfig(AppConfig):
         from runs.launch.approval_gate import approval_gate_use
         from runs.launch.run_analysis import default_policy
         from runs.lifecycle import on_run_ended
-        from tracing.guard import guard_policy_use
-        from tracing.signals import run_ended
+        from tracing.store.guard import guard_policy_use
+        from tracing.store.signals import run_ended
 
         run_ended.connect(on_run_ended, dispatch_uid="runs.lifecycle.on_run_ended")
         # Launching is handed the approvals feature's gate instead of importing it.

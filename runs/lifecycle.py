@@ -1,4 +1,4 @@
-"""What runs does when a run has ended (tracing.signals.run_ended): judge its
+"""What runs does when a run has ended (tracing.store.signals.run_ended): judge its
 stored steps as a whole (signals, the anchor break, findings), then keep its
 review items in step with its interruptions.
 

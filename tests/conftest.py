@@ -92,8 +92,8 @@ def task(db):
 def make_run(db, task, user, project):
     # Imported here so the Django-free tests can run with `-p no:django`.
     from runs.core.models import Run
-    from tracing.recorder import record_step
-    from tracing.steps import Step as StepRecord
+    from tracing.core.steps import Step as StepRecord
+    from tracing.store.recorder import record_step
 
     def make(*, steps: int = 0, status: str = "finished", **fields):
         defaults = {"task": task, "prompt": task.prompt, "owner": user, "project": project, "status": status,

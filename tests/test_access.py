@@ -35,11 +35,11 @@ from runs.evaluations.models import Evaluation
 from runs.reviews.services import review_items_sync
 from runs.whatif.models import WhatIfJob
 from tests.htmx import hx
-from tracing.call_store import CallRecorder
-from tracing.ingest.writes import token_create
-from tracing.model_calls import ModelCallRecord
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.model_calls import ModelCallRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.call_store import CallRecorder
+from tracing.store.ingest.writes import token_create
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 

@@ -24,13 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("agentlab", "runs", "tracing")
 
 PURE_MODULES = [
-    "tracing.steps", "tracing.normalize", "tracing.watchdog", "tracing.alignment", "tracing.metrics",
-    "tracing.course", "tracing.governance", "tracing.detect", "tracing.analysis", "tracing.replay",
-    "tracing.summary", "tracing.attribution", "tracing.waterfall", "tracing.coverage", "tracing.intervals",
-    "tracing.stepsearch", "tracing.labels", "tracing.stepindex", "tracing.ingest.otlp", "tracing.ingest.jsonapi",
+    # Everything under tracing/core, the CLI and the client at the top of tracing.
+    *sorted(".".join(p.relative_to(ROOT).with_suffix("").parts[: -1 if p.stem == "__init__" else None])
+            for p in (ROOT / "tracing/core").rglob("*.py")),
+    "tracing.detect", "tracing.client",
     "runs.whatif.sweep",
-    *sorted(f"tracing.detectors.{p.stem}" for p in (ROOT / "tracing/detectors").glob("*.py") if p.stem != "__init__"),
-    *sorted(f"tracing.anchoring.{p.stem}" for p in (ROOT / "tracing/anchoring").glob("*.py") if p.stem != "__init__"),
     *sorted(f"runs.agent.{p.stem}" for p in (ROOT / "runs/agent").glob("*.py") if p.stem != "__init__"),
 ]
 
@@ -174,14 +172,7 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 LAYER_NAMES = {"__init__", "models", "views", "urls", "forms", "services", "selectors", "tasks", "admin", "apps",
                "management", "commands", "templatetags",
                # The ground floor of runs and of tracing.
-               "core",
-               # `python -m tracing.detect`, the entry point of tracing/core/detect.py.
-               "detect"}
-# Until the tracing move (tracing/core, tracing/store) renames them.
-NOT_YET_RENAMED = {
-    "execution",  # until the tracing move
-    "labels",  # until the tracing move
-}
+               "core"}
 
 
 def _names() -> dict[str, list[str]]:
@@ -200,7 +191,7 @@ def _names() -> dict[str, list[str]]:
 
 def test_one_name_per_idea():
     repeated = {name: where for name, where in _names().items()
-                if len(where) > 1 and name not in LAYER_NAMES and name not in NOT_YET_RENAMED}
+                if len(where) > 1 and name not in LAYER_NAMES}
     assert not repeated, f"one basename, several ideas: {repeated}"
 
 

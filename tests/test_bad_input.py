@@ -15,8 +15,8 @@ from runs.core.models import Policy, RerunGroup, Run
 from runs.reviews.models import ReviewItem, ReviewLabel
 from runs.whatif.models import WhatIfJob
 from tests.projects import project_of
-from tracing.ingest.writes import token_create
-from tracing.models import ApiToken, Step
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import ApiToken, Step
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from agentlab.projects.models import Membership
 from runs.approvals.models import Approval
 from runs.core.models import Run
 from tests.projects import project_of
-from tracing.ingest.writes import token_create
-from tracing.models import Step
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db
 
@@ -131,7 +131,7 @@ def test_an_otlp_span_with_unreadable_arguments_is_stored_with_them_as_text(raw_
 
 
 def test_a_trace_whose_mapping_fails_is_rejected_as_a_partial_success(raw_client, token, monkeypatch):
-    from tracing.ingest import services
+    from tracing.store.ingest import services
 
     real = services._trace_steps
 
@@ -151,7 +151,7 @@ def test_a_trace_whose_mapping_fails_is_rejected_as_a_partial_success(raw_client
 
 def test_an_otlp_batch_failing_past_the_trace_guard_is_a_partial_success_in_protobuf(raw_client, token,
                                                                                       monkeypatch):
-    from tracing.ingest import services
+    from tracing.store.ingest import services
 
     def broken(**kwargs):
         raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")

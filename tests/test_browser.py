@@ -14,7 +14,7 @@ from django.db import connection
 from runs.core.models import Run
 from tests.projects import team
 from tests.servers import start_sim_server, start_worker, stop
-from tracing.models import Step
+from tracing.store.models import Step
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls the
 # test makes between page actions are still plain synchronous calls.
@@ -89,8 +89,8 @@ def test_a_step_with_markup_is_shown_as_text_in_the_browser(live_server, page, t
     from django.contrib.auth import get_user_model
 
     from agentlab.projects.models import Membership
-    from tracing.recorder import record_step
-    from tracing.steps import Step as StepRecord
+    from tracing.core.steps import Step as StepRecord
+    from tracing.store.recorder import record_step
 
     eve = get_user_model().objects.create_user("eve", password="pw")
     Membership.objects.create(user=eve, project=team(), role="viewer")

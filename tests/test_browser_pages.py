@@ -179,8 +179,8 @@ LONG_TASK = "a-task-slug-as-long-as-the-real-ones-get-2024"
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_the_run_page_and_the_run_list_fit_the_window(live_server, open_as, make_run, user, task, width):
-    from tracing.recorder import record_step
-    from tracing.steps import Step as StepRecord
+    from tracing.core.steps import Step as StepRecord
+    from tracing.store.recorder import record_step
 
     task.slug = LONG_TASK
     task.save()

@@ -14,11 +14,11 @@ from django.utils import timezone
 
 from runs.core.models import Run, Task
 from tests.projects import project_of
-from tracing.ingest.otlp import Span
-from tracing.ingest.services import otlp_ingest
-from tracing.models import Step
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.formats.otlp import Span
+from tracing.core.steps import Step as StepRecord
+from tracing.store.ingest.services import otlp_ingest
+from tracing.store.models import Step
+from tracing.store.recorder import record_step
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

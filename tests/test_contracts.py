@@ -45,10 +45,12 @@ def test_a_bad_import_breaks_a_contract(tmp_path):
     # The ground floor reaching up into a feature, tracing reaching into runs,
     # and the pure core loading Django.
     _add_import(copy / "runs/core/paging.py", "import runs.launch.services  # noqa")
-    _add_import(copy / "tracing/steps.py", "import runs.core.models  # noqa")
-    _add_import(copy / "tracing/steps.py", "import django.db  # noqa")
+    _add_import(copy / "tracing/core/steps.py", "import runs.core.models  # noqa")
+    _add_import(copy / "tracing/core/steps.py", "import django.db  # noqa")
+    _add_import(copy / "tracing/core/results.py", "import tracing.store.models  # noqa")
     result = _lint(copy)
     assert result.returncode != 0
     assert "runs.core is not allowed to import runs.launch" in result.stdout
     assert "tracing never imports runs BROKEN" in result.stdout
     assert "no Django BROKEN" in result.stdout
+    assert "tracing.core is not allowed to import tracing.store" in result.stdout

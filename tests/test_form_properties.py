@@ -24,8 +24,8 @@ from runs.whatif.forms import SWEEPABLE
 from runs.whatif.models import WhatIfJob
 from tests.projects import project_of
 from tests.test_ingest_properties import _assert_whole, _dump, lines, plausible_trajectories
-from tracing.models import ApiToken, Step
-from tracing.watchdog import DEFAULT_POLICY
+from tracing.core.watchdog import DEFAULT_POLICY
+from tracing.store.models import ApiToken, Step
 
 pytestmark = pytest.mark.django_db
 

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from runs.core.models import Run
 from runs.imports.services import import_lines
 from tests.projects import project_of, team
-from tracing.ingest.writes import token_create
-from tracing.models import Step
-from tracing.steps import KINDS, ROLES
+from tracing.core.steps import KINDS, ROLES
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from agentlab.projects.invites import invite_create
 from agentlab.projects.models import Membership, Project, Role
 from runs.core.models import Policy, Run
 from runs.policies.services import PolicyProtected, policy_version_save
-from tracing.ingest.writes import token_create
+from tracing.store.ingest.writes import token_create
 
 pytestmark = pytest.mark.django_db
 

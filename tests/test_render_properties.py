@@ -25,9 +25,9 @@ from runs.core.models import Run
 from runs.imports.services import import_lines
 from tests.htmx import hx
 from tests.projects import project_of
-from tracing.ingest.writes import token_create
-from tracing.models import ModelCall
-from tracing.steps import KINDS
+from tracing.core.steps import KINDS
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import ModelCall
 
 pytestmark = pytest.mark.django_db
 

@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from tracing.anchoring import anchor_report
-from tracing.replay import replay as replay_steps
-from tracing.steps import Step, Trajectory, TrajectoryError, trajectory_from_dict
-from tracing.watchdog import BUILTIN_POLICIES, DEFAULT_POLICY, Policy, PolicyError, Watchdog
+from tracing.core.anchoring import anchor_report
+from tracing.core.replay import replay as replay_steps
+from tracing.core.steps import Step, Trajectory, TrajectoryError, trajectory_from_dict
+from tracing.core.watchdog import BUILTIN_POLICIES, DEFAULT_POLICY, Policy, PolicyError, Watchdog
 
 # ---------------------------------------------------------------------------
 # EXTENSION POINT — run-level analyzers.

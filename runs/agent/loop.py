@@ -26,8 +26,8 @@ import openai
 
 from runs.agent.injection import write_request
 from runs.agent.tools import RunAborted, Tool, ToolRegistry, ToolResult
-from tracing.model_calls import ModelCallRecord, prompt_segments
-from tracing.steps import Intervention, Step
+from tracing.core.model_calls import ModelCallRecord, prompt_segments
+from tracing.core.steps import Intervention, Step
 
 # What enters the model context per observation; the full text stays in the step.
 MAX_OBSERVATION_CHARS = 2000

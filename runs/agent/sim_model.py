@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.agent.suite import builtin_tasks
-from tracing.normalize import search_tokens
+from tracing.core.normalize import search_tokens
 
 MODEL_NAME = "sim"
 SYSTEM_FINGERPRINT = "simulated"

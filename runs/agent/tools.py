@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from tracing.normalize import search_tokens
+from tracing.core.normalize import search_tokens
 
 # Results per search: enough that the right document is found next to a trap
 # (same-name company, adjusted figure) without flooding the context.
@@ -49,7 +49,7 @@ FAULT_TIMEOUT_ONCE = "timeout_once"
 @dataclass
 class ToolResult:
     text: str
-    status: str = "ok"  # ok | empty | error | timeout (tracing.steps.STATUSES)
+    status: str = "ok"  # ok | empty | error | timeout (tracing.core.steps.STATUSES)
     meta: dict[str, Any] = field(default_factory=dict)
 
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from runs.agent.loop import ApprovalDecision, ApprovalLookup
 from runs.approvals.models import Approval
 from runs.launch.approval_gate import ApprovalGate
-from tracing.models import Step
+from tracing.store.models import Step
 
 DECIDED = (Approval.Status.APPROVED, Approval.Status.EDITED, Approval.Status.DENIED)
 

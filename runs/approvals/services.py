@@ -12,9 +12,9 @@ from runs.approvals.models import Approval
 from runs.approvals.pause import approval_ttl
 from runs.core.models import Run
 from runs.launch.services import run_enqueue
-from tracing import untrusted_json
-from tracing.recorder import clean_value
-from tracing.signals import send_run_ended
+from tracing.core import untrusted_json
+from tracing.store.recorder import clean_value
+from tracing.store.signals import send_run_ended
 
 REASON_CHARS = 2000
 ARGS_CHARS = 20_000

@@ -12,8 +12,8 @@ from runs.approvals.models import Approval
 from runs.approvals.services import ApprovalError, approval_decide, approvals_expire
 from runs.core import access
 from runs.core.queue import QueueUnavailable
-from tracing import shown_json
-from tracing.models import Step
+from tracing.core import shown_json
+from tracing.store.models import Step
 
 RECENT = 50
 

@@ -13,8 +13,8 @@ from django.utils.translation import gettext_lazy as _
 from runs.breaks import rule
 from runs.breaks.models import BreakLabel, BreakSettings, PatternState
 from runs.core.models import Run
-from tracing.anchoring import PATTERNS
-from tracing.anchoring.strength import EVIDENCE, STRONG, WEAK_PATTERNS
+from tracing.core.anchoring import PATTERNS
+from tracing.core.anchoring.strength import EVIDENCE, STRONG, WEAK_PATTERNS
 
 # The patterns a run can show (strong by their evidence): the Breaks page
 # lists each, labelled or not, so an admin can demote one before any label.

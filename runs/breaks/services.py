@@ -25,7 +25,7 @@ from runs.breaks.selectors import settings_of, tallies
 from runs.breaks.tasks import reanalyse_pattern
 from runs.core.models import Run
 from runs.core.queue import QueueUnavailable, enqueue
-from tracing.anchoring import PATTERNS
+from tracing.core.anchoring import PATTERNS
 
 log = logging.getLogger(__name__)
 

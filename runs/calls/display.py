@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracing import shown_json
-from tracing.model_calls import prompt_text
+from tracing.core import shown_json
+from tracing.core.model_calls import prompt_text
 
 # Past this many characters a message shows its start and says how long it is
 # (the whole call is one click away as JSON): a 1 MB observation must not turn
@@ -55,7 +55,7 @@ def _media_placeholder(part: dict[str, Any]) -> str:
     if url.startswith("data:"):
         detail = f"{url[5:].split(';', 1)[0] or 'inline'}, {len(url) * 3 // 4 // 1024} KB inline"
     elif isinstance(payload, dict) and payload.get("inline_bytes"):
-        # An ingested trace's media part: its size was kept, not its bytes (tracing.model_calls.media_part).
+        # An ingested trace's media part: its size was kept, not its bytes (tracing.core.model_calls.media_part).
         detail = f"{payload.get('mime_type') or 'inline'}, {int(payload['inline_bytes']) // 1024} KB inline"
     elif url:
         detail = f"{payload['mime_type']}, by URL" if isinstance(payload, dict) and payload.get("mime_type") else "by URL"

@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from runs.core.form_fields import MODEL_CHOICES
 from runs.core.terms import term
-from tracing.model_calls import prompt_text
+from tracing.core.model_calls import prompt_text
 
 # A replayed message may be as long as a stored one may be shown (1 MB and a bit).
 MAX_MESSAGE_CHARS = 1_100_000
@@ -17,7 +17,7 @@ MAX_TOTAL_CHARS = 4_000_000
 
 
 def _sendable(part: Any) -> Any:
-    """A media placeholder from a trace (tracing.model_calls.media_part) has no
+    """A media placeholder from a trace (tracing.core.model_calls.media_part) has no
     bytes to send: the model is told what was there instead of being sent a
     part type it would refuse."""
     if isinstance(part, dict) and part.get("omitted"):

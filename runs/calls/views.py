@@ -14,8 +14,8 @@ from runs.calls.resend import REPLAY_TIMEOUT_S, call_replay
 from runs.core import access
 from runs.core.models import Run
 from runs.core.prices import price_of
-from tracing.call_store import call_messages
-from tracing.models import ModelCall
+from tracing.store.call_store import call_messages
+from tracing.store.models import ModelCall
 
 
 def _call_for(request: HttpRequest, run_id: int, step_index: int) -> tuple[Run, ModelCall]:

@@ -11,8 +11,8 @@ from django.utils.translation import gettext_lazy
 
 from runs.core import charts
 from runs.core.models import Run
-from tracing.alignment import AlignedGrid, same_action, similarity
-from tracing.metrics import RunStats, summarize_tasks
+from tracing.core.alignment import AlignedGrid, same_action, similarity
+from tracing.core.metrics import RunStats, summarize_tasks
 
 # Settings a comparison can be grouped by (runs of one task under different
 # models / watchdog policies / agent modes).
@@ -292,7 +292,7 @@ def compare_charts(columns: list[Column], grid: AlignedGrid, ks: list[int], pass
 
 
 def diff_rows(grid) -> list[DiffRow]:
-    """The rows of a two-run diff (tracing.alignment.align's grid)."""
+    """The rows of a two-run diff (tracing.core.alignment.align's grid)."""
     out = []
     for r, (a, b) in enumerate(grid.rows):
         rel = relation(a, b)

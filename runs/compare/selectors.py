@@ -12,8 +12,8 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Left
 
 from runs.core.models import Run
-from tracing.alignment import MAX_RUNS
-from tracing.models import Step
+from tracing.core.alignment import MAX_RUNS
+from tracing.store.models import Step
 
 # Grid cells show an action's label only; the full text arrives with the htmx
 # expansion. Text matters to the alignment only for actions without arguments
@@ -29,7 +29,7 @@ class SelectionError(Exception):
 
 @dataclass(slots=True)
 class GridStep:
-    """The columns of a step the grid needs (duck-typed for tracing.alignment)."""
+    """The columns of a step the grid needs (duck-typed for tracing.core.alignment)."""
 
     index: int
     kind: str

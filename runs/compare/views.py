@@ -2,7 +2,7 @@
 
 The selection lives in the URL (``/compare/?runs=1,2,3``, ``/compare/group/7/``)
 so a comparison can be shared. The alignment and the metrics are the pure
-modules ``tracing.alignment`` and ``tracing.metrics``; the rows are loaded by
+modules ``tracing.core.alignment`` and ``tracing.core.metrics``; the rows are loaded by
 runs.compare.selectors and shaped by runs.compare.grid.
 """
 
@@ -37,9 +37,9 @@ from runs.compare.selectors import ID, SelectionError, grid_steps, parse_run_ids
 from runs.compare.services import group_save
 from runs.core import access
 from runs.core.models import RerunGroup, Run
-from tracing.alignment import MAX_RUNS, align, align_runs
-from tracing.metrics import summarize_tasks
-from tracing.models import Step
+from tracing.core.alignment import MAX_RUNS, align, align_runs
+from tracing.core.metrics import summarize_tasks
+from tracing.store.models import Step
 
 # One expanded cell is one action unit (a few steps); the cap only guards
 # against a pathological unit of a run that never acted.

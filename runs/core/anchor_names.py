@@ -1,4 +1,4 @@
-"""Plain-word names of the anchoring patterns and findings (tracing.anchoring
+"""Plain-word names of the anchoring patterns and findings (tracing.core.anchoring
 PATTERNS / FINDINGS) for the run page, the run list's filter and chips."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A detector's reason ("the thought at step 3 says “…”, but nothing was run
 yet") in the page's language.
 
-tracing/anchoring builds its reasons as English sentences and stays free of
+tracing/core/anchoring builds its reasons as English sentences and stays free of
 Django; they are translated here, where they are shown. A reason is cut into
 its clauses (joined by "; "), each clause matched against the sentence
 templates below; the agent's own words — the quoted “…” parts, the names and
@@ -17,7 +17,7 @@ import re
 from django.utils.translation import get_language, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-# What the sentence is about: the step kinds as the rules name them (tracing.anchoring.common.what).
+# What the sentence is about: the step kinds as the rules name them (tracing.core.anchoring.common.what).
 SUBJECTS = {
     "thought": pgettext_lazy("anchor subject", "thought"),
     "action": pgettext_lazy("anchor subject", "action"),

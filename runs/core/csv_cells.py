@@ -14,7 +14,7 @@ import io
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from tracing import shown_json
+from tracing.core import shown_json
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -45,5 +45,5 @@ def csv_lines(rows: Iterable[dict], columns: Sequence[str], *, json_columns: Seq
 
 
 def jsonl_lines(rows: Iterable[dict]) -> Iterator[str]:
-    """An export's rows as JSON lines, depth-limited like every page (tracing.shown_json)."""
+    """An export's rows as JSON lines, depth-limited like every page (tracing.core.shown_json)."""
     return (shown_json.dumps(row) + "\n" for row in rows)

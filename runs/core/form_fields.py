@@ -10,7 +10,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from runs.core.models import Run
-from tracing.labels import MAX_METADATA_KEY_CHARS, MAX_METADATA_VALUE_CHARS, MAX_SESSION_CHARS, MAX_TAG_CHARS
+from tracing.core.label_limits import MAX_METADATA_KEY_CHARS, MAX_METADATA_VALUE_CHARS, MAX_SESSION_CHARS, MAX_TAG_CHARS
 
 MODEL_CHOICES = [
     ("sim", _("sim — simulated model (test double)")),

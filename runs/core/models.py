@@ -17,9 +17,9 @@ from django.utils.translation import gettext_lazy as _
 from agentlab.projects.models import Project
 from runs.agent.loop import Price
 from runs.core.prices import price_of
-from tracing.normalize import search_tokens
-from tracing.steps import Trajectory
-from tracing.watchdog import Policy as WatchdogPolicy
+from tracing.core.normalize import search_tokens
+from tracing.core.steps import Trajectory
+from tracing.core.watchdog import Policy as WatchdogPolicy
 
 
 class PolicyQuerySet(models.QuerySet):
@@ -39,7 +39,7 @@ class Policy(models.Model):
     name = models.SlugField(max_length=80)
     version = models.PositiveIntegerField(default=1)
     description = models.CharField(max_length=300, blank=True)
-    # tracing.watchdog.Policy.to_dict() without name/version: thresholds,
+    # tracing.core.watchdog.Policy.to_dict() without name/version: thresholds,
     # windows, ladder, enabled, use_complexity.
     config = models.JSONField(default=dict)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
@@ -126,13 +126,13 @@ class Document(models.Model):
         return self.slug
 
     def save(self, *args, **kwargs) -> None:
-        # Words and CJK bigrams (tracing.normalize), the units the search matches on.
+        # Words and CJK bigrams (tracing.core.normalize), the units the search matches on.
         self.search_tokens = " ".join(dict.fromkeys(search_tokens(f"{self.title} {self.body}")))
         super().save(*args, **kwargs)
 
 
 def run_goal(prompt: str, settings: dict | None) -> str:
-    """The task as the agent was shown it, as tracing.steps.Trajectory.goal
+    """The task as the agent was shown it, as tracing.core.steps.Trajectory.goal
     reads it: an imported run keeps its trajectory's meta in its settings (the
     environment's opening description, for ALFWorld). The watchdog, the
     analysis and what-if judge a run against this goal, as the import and
@@ -221,14 +221,14 @@ class Run(models.Model):
     settings = models.JSONField(default=dict, blank=True)
     # The new columns have database defaults too, so rows written by raw SQL
     # (COPY in benches, writers from before them) stay valid.
-    # What the agent was told before its first step (tracing.steps.parse_context:
+    # What the agent was told before its first step (tracing.core.steps.parse_context:
     # {"system": str, "tools": [...]}); evidence for the detectors.
     context = models.JSONField(default=dict, db_default={}, blank=True)
     # The id of an imported run in its source file: (owner, source, this) is
     # unique, so importing the same file again finds the runs it made.
     source_run_id = models.CharField(max_length=200, blank=True, default="", db_default="")
     # Free tags, key/value metadata and the session the run belongs to
-    # (tracing.labels holds the limits; every way in validates with it).
+    # (tracing.core.label_limits holds the limits; every way in validates with it).
     tags = ArrayField(models.CharField(max_length=64), default=list, db_default=[], blank=True)
     metadata = models.JSONField(default=dict, db_default={}, blank=True)
     session_id = models.CharField(max_length=200, blank=True, default="", db_default="")
@@ -241,7 +241,7 @@ class Run(models.Model):
     reason = models.TextField(blank=True)
     final_answer = models.TextField(blank=True)
     success = models.BooleanField(null=True)
-    # The first-guess layer of a failed run (tracing.attribution.Attribution.to_dict:
+    # The first-guess layer of a failed run (tracing.core.attribution.Attribution.to_dict:
     # layer, step, reason, evidence, rule, basis); {} for a run that did not fail.
     attribution = models.JSONField(default=dict, db_default={}, blank=True)
 
@@ -273,11 +273,11 @@ class Run(models.Model):
     context_tokens = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
     truncated_steps = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
     # The first step where the reasoning stopped tracking the last observation
-    # (tracing.anchoring), computed when the run ends or is imported.
+    # (tracing.core.anchoring), computed when the run ends or is imported.
     first_anchor_break = models.IntegerField(null=True, blank=True)
     anchor_reason = models.TextField(blank=True)
     anchor_evidence = models.JSONField(default=dict, blank=True)
-    # Worth a look but not a break (tracing.anchoring FINDINGS): [{"step",
+    # Worth a look but not a break (tracing.core.anchoring FINDINGS): [{"step",
     # "pattern", "reason", ...}], written with the anchor break.
     anchor_findings = models.JSONField(default=list, db_default=[], blank=True)
 

@@ -26,7 +26,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 from markdown_it import MarkdownIt
 
-from tracing import shown_json
+from tracing.core import shown_json
 
 # A JSON payload longer than this many lines (and a little: folding away one
 # or two lines hides more than it saves) is folded to about this many, with "show all".

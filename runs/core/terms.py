@@ -42,7 +42,7 @@ TERMS = {
     "hint": pgettext_lazy("tier", "hint"),
     "redirect": pgettext_lazy("tier", "redirect"),
     "stop": pgettext_lazy("tier", "stop"),
-    # Observation classes (tracing.watchdog) and result statuses.
+    # Observation classes (tracing.core.watchdog) and result statuses.
     "injection": pgettext_lazy("observation class", "injection"),
     "junk": pgettext_lazy("observation class", "junk"),
     "empty": pgettext_lazy("observation class", "empty"),
@@ -51,7 +51,7 @@ TERMS = {
     "dead loop": pgettext_lazy("observation class", "dead loop"),
     "repeated call": pgettext_lazy("observation class", "repeated call"),
     "truncated": pgettext_lazy("observation class", "truncated"),
-    # Observation governance (tracing.governance): a result's class and trust level.
+    # Observation governance (tracing.core.governance): a result's class and trust level.
     "usable fact": pgettext_lazy("observation class", "usable fact"),
     "needs cross-check": pgettext_lazy("observation class", "needs cross-check"),
     "retryable error": pgettext_lazy("observation class", "retryable error"),
@@ -69,7 +69,7 @@ TERMS = {
     "token_budget": pgettext_lazy("ended by", "token budget"),
     "cost_budget": pgettext_lazy("ended by", "cost budget"),
     "wall_time": pgettext_lazy("ended by", "wall time"),
-    # Failure layers (tracing.attribution; "observation" is the step kind's word above).
+    # Failure layers (tracing.core.attribution; "observation" is the step kind's word above).
     "plan": pgettext_lazy("layer", "plan"),
     "parameters": pgettext_lazy("layer", "parameters"),
     "synthesis": pgettext_lazy("layer", "synthesis"),
@@ -99,7 +99,7 @@ TERMS = {
     "fixed_workflow": pgettext_lazy("strategy", "fixed workflow (search → lookup → answer)"),
     "react": pgettext_lazy("strategy", "ReAct with the watchdog"),
     "react_off": pgettext_lazy("strategy", "ReAct, watchdog off"),
-    # The kinds of evidence behind an anchor break (tracing/anchoring/strength.py).
+    # The kinds of evidence behind an anchor break (tracing/core/anchoring/strength.py).
     "answered before": pgettext_lazy("evidence", "answered before"),
     "argument nothing observed holds": pgettext_lazy("evidence", "argument nothing observed holds"),
     "call never made": pgettext_lazy("evidence", "call never made"),
@@ -119,7 +119,7 @@ TERMS = {
     "(no steps)": pgettext_lazy("compare cell", "(no steps)"),
 }
 
-# What each failure layer means (tracing.attribution.LAYERS' descriptions, in the page's language).
+# What each failure layer means (tracing.core.attribution.LAYERS' descriptions, in the page's language).
 LAYER_DESCRIPTIONS = {
     "plan": _("Wrong decomposition or goal: the agent set out to do the wrong thing, dropped part of the task, or "
               "went round in circles instead of widening its search."),

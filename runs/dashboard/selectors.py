@@ -15,7 +15,7 @@ from runs.core.models import Run
 from runs.core.prices import PriceTable
 from runs.launch.selectors import POLICY_OFF
 from runs.reviews.models import LabelState, ReviewItem
-from tracing.metrics import pass_at_k, pass_hat_k
+from tracing.core.metrics import pass_at_k, pass_hat_k
 
 # pass^k and pass@k on the dashboard use this k (or n when a group has fewer runs).
 DASHBOARD_K = 3

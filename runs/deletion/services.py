@@ -1,4 +1,4 @@
-"""Deleting a project: its runs in batches (tracing.step_deletion), then what is left of it, recorded."""
+"""Deleting a project: its runs in batches (tracing.store.step_deletion), then what is left of it, recorded."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from django.db import transaction
 from agentlab.projects.models import Project
 from runs.core.models import Policy, Run, Task
 from runs.evaluations.models import Evaluation
-from tracing.models import DeletionRecord, Retention
-from tracing.step_deletion import runs_delete
+from tracing.store.models import DeletionRecord, Retention
+from tracing.store.step_deletion import runs_delete
 
 # Runs per batch when a project goes: each batch is one runs_delete (steps in their own batches).
 PROJECT_RUN_BATCH = 200

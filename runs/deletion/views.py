@@ -11,8 +11,8 @@ from django.views.decorators.http import require_http_methods
 
 from runs.core import access
 from runs.deletion.services import project_delete, retention_set
-from tracing.models import DeletionRecord, Retention
-from tracing.step_deletion import runs_delete
+from tracing.store.models import DeletionRecord, Retention
+from tracing.store.step_deletion import runs_delete
 
 # Longest retention a project may set (ten years): longer is "forever", left blank.
 MAX_KEEP_DAYS = 3660

@@ -22,8 +22,8 @@ from runs.core.models import Run
 from runs.core.prices import price_of
 from runs.core.terms import TERMS, term
 from runs.evaluations.models import Evaluation, EvaluationRun
-from tracing.intervals import bounded_mean_interval, wilson
-from tracing.metrics import pass_at_k, pass_hat_k, percentile
+from tracing.core.intervals import bounded_mean_interval, wilson
+from tracing.core.metrics import pass_at_k, pass_hat_k, percentile
 
 # A run ended by a budget rather than by an answer.
 BUDGET_ENDS = ("max_steps", "token_budget", "wall_time", "cost_budget")

@@ -15,8 +15,8 @@ from runs.core.models import Policy, Run, Task
 from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.launch.run_analysis import update_from_values
 from runs.launch.services import RunSpec, run_build, run_enqueue
-from tracing.coverage import answer_coverage
-from tracing.models import Step
+from tracing.core.coverage import answer_coverage
+from tracing.store.models import Step
 
 # Tool results that say the action itself was wrong, not the world: the loop's
 # answer to an unknown (or, in a baseline's answer turn, unoffered) tool.

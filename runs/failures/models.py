@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from tracing.attribution import LAYERS
+from tracing.core.attribution import LAYERS
 
 
 class LayerLabel(models.Model):

@@ -9,7 +9,7 @@ from django.db.models import Count, F, Q, QuerySet
 
 from runs.core.models import Run
 from runs.failures.models import LayerLabel
-from tracing.attribution import LAYERS
+from tracing.core.attribution import LAYERS
 
 
 def failed(runs: QuerySet[Run]) -> QuerySet[Run]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runs.core.models import Run
 from runs.failures.models import LayerLabel
-from tracing.attribution import LAYER_KEYS
+from tracing.core.attribution import LAYER_KEYS
 
 NOTE_CHARS = 4000
 

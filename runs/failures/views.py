@@ -16,7 +16,7 @@ from runs.failures.models import LayerLabel
 from runs.failures.selectors import breakdown, failed
 from runs.failures.services import LayerLabelError, label_layer
 from runs.launch.selectors import trajectory
-from tracing.attribution import LAYER_KEYS, LAYERS, layer_of
+from tracing.core.attribution import LAYER_KEYS, LAYERS, layer_of
 
 RUNS_PER_PAGE = 50
 MORE_ROWS_ID = "more-failures"

@@ -25,7 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from runs.core.models import Run
 from runs.health.middleware import server_errors
 from runs.health.sweeps import last_sweep_age_s
-from tracing.models import Step
+from tracing.store.models import Step
 
 log = logging.getLogger(__name__)
 

@@ -22,12 +22,12 @@ from runs.breaks.selectors import demoted_patterns
 from runs.core.models import Run
 from runs.launch.run_analysis import attribution_column, default_policy, report_columns
 from runs.reviews.services import review_items_sync
-from tracing.analysis import analyse
-from tracing.ingest.jsonapi import ApiError, check_context_size, loads_strict
-from tracing.ingest.writes import write_new_steps
-from tracing.recorder import clean_text, clean_value
-from tracing.steps import Trajectory, TrajectoryError, trajectory_from_dict
-from tracing.summary import RunSummary
+from tracing.core.analysis import analyse
+from tracing.core.formats.jsonapi import ApiError, check_context_size, loads_strict
+from tracing.core.steps import Trajectory, TrajectoryError, trajectory_from_dict
+from tracing.core.summary import RunSummary
+from tracing.store.ingest.writes import write_new_steps
+from tracing.store.recorder import clean_text, clean_value
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from runs.core.models import Run
-from tracing.labels import (
+from tracing.core.label_limits import (
     MAX_METADATA_BYTES,
     MAX_SESSION_CHARS,
     MAX_TAG_CHARS,

@@ -12,7 +12,7 @@ from agentlab.storable import unstorable
 from runs.core import access
 from runs.labels.forms import RunLabelsForm
 from runs.labels.services import run_labels_set
-from tracing.labels import MAX_SESSION_CHARS
+from tracing.core.label_limits import MAX_SESSION_CHARS
 
 # A session is a conversation: a few dozen runs; more is a mis-used id, shown
 # with a note rather than loaded whole.

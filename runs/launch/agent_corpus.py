@@ -1,7 +1,7 @@
 """The `search` tool's backend: Postgres full-text search over Document.
 
 Postgres has no Chinese parser, so text is segmented here (words, CJK runs as
-character bigrams: tracing.normalize.search_tokens, as the in-memory corpus does) and indexed with
+character bigrams: tracing.core.normalize.search_tokens, as the in-memory corpus does) and indexed with
 the `simple` configuration. The index finds candidates sharing any query token;
 a candidate must then cover at least MIN_QUERY_COVERAGE of the query's tokens,
 so a query about an unknown (or misspelt) entity comes back empty instead of
@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.db import connection
 
 from runs.agent.tools import Document as DocRecord
-from tracing.normalize import search_tokens
+from tracing.core.normalize import search_tokens
 
 # Cap on query tokens: a pasted paragraph becomes a huge OR that ranks nothing
 # better than its first few words do.
@@ -35,7 +35,7 @@ class PostgresSearch:
         toks = list(dict.fromkeys(search_tokens(query)))[:MAX_QUERY_TOKENS]
         if not toks:
             return []
-        # Tokens are letters, digits and CJK only (see tracing.normalize), so
+        # Tokens are letters, digits and CJK only (see tracing.core.normalize), so
         # quoting them keeps to_tsquery from reading operators.
         tsq = " | ".join(f"'{t}'" for t in toks)
         sql = """

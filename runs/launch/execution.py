@@ -1,7 +1,7 @@
 """What a worker does with a run: claim it, run the agent, finish it.
 
 Called by the Celery task (runs.launch.tasks) and, for demo data, in process.
-A run that ends is announced with tracing.signals.run_ended; its analysis and
+A run that ends is announced with tracing.store.signals.run_ended; its analysis and
 review items follow from there (runs.lifecycle).
 """
 
@@ -25,13 +25,13 @@ from runs.launch.approval_gate import ApprovalGate, approval_gate
 from runs.launch.lease import DatabaseGone, Lease, LeaseLost
 from runs.launch.selectors import run_history
 from runs.launch.toolbox import build_tools
-from tracing.call_store import CallRecorder
-from tracing.governance import govern_observation
-from tracing.models import Step
-from tracing.recorder import Recorder
-from tracing.signals import send_run_ended
-from tracing.steps import Step as StepRecord
-from tracing.watchdog import OFF_POLICY, Watchdog
+from tracing.core.governance import govern_observation
+from tracing.core.steps import Step as StepRecord
+from tracing.core.watchdog import OFF_POLICY, Watchdog
+from tracing.store.call_store import CallRecorder
+from tracing.store.models import Step
+from tracing.store.recorder import Recorder
+from tracing.store.signals import send_run_ended
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from runs.core.form_fields import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_
 from runs.core.models import Policy, Run, Task
 from runs.date_filters import FilterDateField
 from runs.launch.selectors import POLICY_OFF, RunFilters
-from tracing.anchoring import PATTERNS
-from tracing.labels import MAX_SESSION_CHARS, MAX_TAGS, LabelError, clean_labels, parse_tag_text
+from tracing.core.anchoring import PATTERNS
+from tracing.core.label_limits import MAX_SESSION_CHARS, MAX_TAGS, LabelError, clean_labels, parse_tag_text
 
 
 def local_model_unusable() -> str:

@@ -36,10 +36,10 @@ from django.utils import timezone
 from runs.core.models import Run
 from runs.core.queue import QueueUnavailable
 from runs.launch.lease import lock_for_transaction
-from tracing.models import Step
-from tracing.recorder import Recorder
-from tracing.signals import send_run_ended
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.models import Step
+from tracing.store.recorder import Recorder
+from tracing.store.signals import send_run_ended
 
 log = logging.getLogger(__name__)
 

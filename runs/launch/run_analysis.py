@@ -17,15 +17,15 @@ from django.db import connection, transaction
 from runs.breaks.selectors import demoted_patterns
 from runs.core.models import Policy, Run
 from runs.launch.selectors import run_history
-from tracing.analysis import analyse
-from tracing.anchoring import AnchorReport
-from tracing.attribution import attribute
-from tracing.models import Step
-from tracing.recorder import clean_json, clean_value
-from tracing.steps import Step as StepRecord
-from tracing.summary import RunSummary
-from tracing.watchdog import DEFAULT_POLICY
-from tracing.watchdog import Policy as WatchdogPolicy
+from tracing.core.analysis import analyse
+from tracing.core.anchoring import AnchorReport
+from tracing.core.attribution import attribute
+from tracing.core.steps import Step as StepRecord
+from tracing.core.summary import RunSummary
+from tracing.core.watchdog import DEFAULT_POLICY
+from tracing.core.watchdog import Policy as WatchdogPolicy
+from tracing.store.models import Step
+from tracing.store.recorder import clean_json, clean_value
 
 # Rows per UPDATE ... FROM (VALUES ...) statement: bounds one statement's
 # parameters (Postgres allows 65,535) and the size of its text.

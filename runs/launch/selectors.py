@@ -13,9 +13,9 @@ from django.db.models.fields.json import KeyTextTransform
 
 from runs.core.models import Run
 from runs.date_filters import created_range
-from tracing import shown_json
-from tracing.models import Step
-from tracing.steps import Step as StepRecord
+from tracing.core import shown_json
+from tracing.core.steps import Step as StepRecord
+from tracing.store.models import Step
 
 # The `policy` filter's value for runs without a watchdog.
 POLICY_OFF = "off"
@@ -38,7 +38,7 @@ class RunFilters:
     steps_max: int | None = None
     outcome: str = ""  # "correct" | "wrong" | "unscored"
     stopped_by: str = ""
-    anchor: str = ""  # "broken" | "kept" | a pattern of tracing.anchoring (the break's)
+    anchor: str = ""  # "broken" | "kept" | a pattern of tracing.core.anchoring (the break's)
     since: date | None = None
     until: date | None = None
     forks: str = ""  # "no": runs as launched only | "only": forks only (counterfactual continuations)

@@ -23,10 +23,10 @@ from runs.launch.lease import lock_for_transaction
 from runs.launch.reconcile import run_end_unheld
 from runs.launch.selectors import run_history
 from runs.launch.tasks import execute_run
-from tracing.labels import Labels
-from tracing.recorder import Recorder
-from tracing.signals import send_run_ended
-from tracing.steps import Step as StepRecord
+from tracing.core.label_limits import Labels
+from tracing.core.steps import Step as StepRecord
+from tracing.store.recorder import Recorder
+from tracing.store.signals import send_run_ended
 
 # Steps a counterfactual continuation may run by default (issue 5: "up to N
 # more steps, default 5") and at most.
@@ -51,7 +51,7 @@ class RunSpec:
     settings: dict | None = None
     policy: Policy | None = None
     max_cost: Decimal | None = None
-    # Checked by tracing.labels.clean_labels before the spec is built.
+    # Checked by tracing.core.label_limits.clean_labels before the spec is built.
     labels: Labels = field(default_factory=Labels)
 
 

@@ -9,7 +9,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
-from tracing.waterfall import MAX_TREE_DEPTH, Node, walk
+from tracing.core.waterfall import MAX_TREE_DEPTH, Node, walk
 
 
 def _ms(ms: float) -> str:

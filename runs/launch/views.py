@@ -29,10 +29,10 @@ from runs.launch.forms import NewRunForm, RunFilterForm
 from runs.launch.selectors import runs_filtered, steps_after, trajectory
 from runs.launch.span_tree import tree_html
 from runs.search.selectors import RunSearch, search_runs
-from tracing import shown_json
-from tracing.models import ModelCall, Step
-from tracing.timeline import run_calls, span_rows
-from tracing.waterfall import MAX_BARS, chart, span_tree
+from tracing.core import shown_json
+from tracing.core.waterfall import MAX_BARS, chart, span_tree
+from tracing.store.models import ModelCall, Step
+from tracing.store.timeline import run_calls, span_rows
 
 RUNS_PER_PAGE = 50
 # Steps per request on the run page: enough to fill a screen several times,

@@ -3,8 +3,8 @@ editor's help texts and the what-if page's reading of a sweep come from here.
 
 ``stricter`` says which way the field turns the watchdog: +1 when a higher
 value makes it intervene more (or sooner), -1 when a higher value makes it
-more patient. The defaults and their reasons are in tracing/watchdog.py and
-tracing/detectors/.
+more patient. The defaults and their reasons are in tracing/core/watchdog.py and
+tracing/core/detectors/.
 """
 
 from __future__ import annotations

@@ -10,12 +10,12 @@ from django.utils.translation import gettext_lazy as _
 from runs.core.terms import TERMS
 from runs.policies.fields import FIELDS
 from runs.policies.services import COLUMNS
-from tracing import untrusted_json
-from tracing.steps import TIERS
-from tracing.watchdog import Ladder, PolicyError, Thresholds, Windows
-from tracing.watchdog import Policy as WatchdogPolicy
+from tracing.core import untrusted_json
+from tracing.core.steps import TIERS
+from tracing.core.watchdog import Ladder, PolicyError, Thresholds, Windows
+from tracing.core.watchdog import Policy as WatchdogPolicy
 
-# The sections of a policy, each a frozen dataclass of tracing.watchdog.
+# The sections of a policy, each a frozen dataclass of tracing.core.watchdog.
 SECTIONS = {"thresholds": Thresholds, "windows": Windows, "ladder": Ladder}
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from runs.core.models import Policy
-from tracing.watchdog import BUILTIN_POLICIES
-from tracing.watchdog import Policy as WatchdogPolicy
+from tracing.core.watchdog import BUILTIN_POLICIES
+from tracing.core.watchdog import Policy as WatchdogPolicy
 
 # Keys of a watchdog policy that live in their own columns, not in Policy.config.
 COLUMNS = ("name", "version", "description")

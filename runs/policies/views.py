@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from runs.core import access
 from runs.policies.forms import PolicyForm, initial_of
 from runs.policies.services import PolicyExists, PolicyProtected, policy_config, policy_version_save
-from tracing.watchdog import DEFAULT_POLICY
+from tracing.core.watchdog import DEFAULT_POLICY
 
 
 @login_required

@@ -1,7 +1,7 @@
 """How uncertain an interruption is, before and after reviewers and forks. Pure.
 
 The prior of an interruption comes from the threshold that decided it, as the
-watchdog recorded it in the evidence (tracing.watchdog: name, effective value
+watchdog recorded it in the evidence (tracing.core.watchdog: name, effective value
 after complexity scaling, the score that met it, the comparison): the review
 queue reads the rule, never rebuilds it.
 """

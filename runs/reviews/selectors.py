@@ -11,7 +11,7 @@ from django.http import HttpRequest
 
 from runs.core import access
 from runs.reviews.models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
-from tracing.models import Step
+from tracing.store.models import Step
 
 FINISHED_FORK_OUTCOMES = (ForkOutcome.SUCCEEDED, ForkOutcome.FAILED, ForkOutcome.LOOPED, ForkOutcome.ERROR)
 

@@ -19,7 +19,7 @@ from runs.core.models import Policy, Run
 from runs.launch.services import fork_create, run_enqueue
 from runs.reviews.models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
 from runs.reviews.priors import threshold_snapshot, uncertainty_of
-from tracing.models import Step
+from tracing.store.models import Step
 
 LABEL_VALUES = tuple(ReviewLabel.Value.values)
 # A note is a sentence or two; a pasted trajectory belongs in the run.

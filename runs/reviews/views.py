@@ -34,7 +34,7 @@ from runs.reviews.selectors import (
     review_agreement,
 )
 from runs.reviews.services import ReviewError, item_for_step, review_fork_settle, review_fork_start, review_label
-from tracing.models import Step
+from tracing.store.models import Step
 
 ITEMS_PER_PAGE = 50
 # Steps shown around the interruption in the item pane; the run page has all.

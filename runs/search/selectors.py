@@ -1,7 +1,7 @@
 """The run list's search box: runs by an id they are known by, or by any text
 in their steps (thoughts, arguments, observations, final answers).
 
-Text search reads the steps' `search` column (tracing.stepsearch: words and
+Text search reads the steps' `search` column (tracing.core.stepsearch: words and
 CJK bigrams as a tsvector, GIN-indexed). The list asks "runs, newest first,
 that have a step matching" as an EXISTS: for a common word Postgres walks the
 runs newest first and stops after a page; for a rare one it reads the few
@@ -17,8 +17,8 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.db.models.expressions import RawSQL
 
 from runs.core.models import Run
-from tracing.models import ExternalRun, Step
-from tracing.stepsearch import query_tokens, snippet, tsquery_literal
+from tracing.core.stepsearch import query_tokens, snippet, tsquery_literal
+from tracing.store.models import ExternalRun, Step
 
 # A run id typed as "123" or "#123".
 _RUN_ID_RE = re.compile(r"#?(\d{1,18})")

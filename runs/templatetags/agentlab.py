@@ -9,7 +9,7 @@ from runs.core.anchor_reasons import anchor_reason
 from runs.core.prices import money
 from runs.core.terms import layer_description as layer_description_of
 from runs.core.terms import term as term_of
-from tracing import shown_json
+from tracing.core import shown_json
 
 register = template.Library()
 

@@ -8,8 +8,8 @@ from django.utils.translation import gettext_lazy as _
 
 from runs.core.models import Policy
 from runs.policies.services import COLUMNS
-from tracing import untrusted_json
-from tracing.watchdog import Ladder, Thresholds, Windows
+from tracing.core import untrusted_json
+from tracing.core.watchdog import Ladder, Thresholds, Windows
 
 SWEEPABLE = [f"{section}.{f.name}" for section, kind in (("thresholds", Thresholds), ("windows", Windows),
                                                           ("ladder", Ladder)) for f in fields(kind) if f.name != "tiers"]

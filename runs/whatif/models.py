@@ -30,7 +30,7 @@ class WhatIfJob(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     base_policy = models.ForeignKey(Policy, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    # [tracing.watchdog.Policy.to_dict(), ...]: one per sweep value (or one).
+    # [tracing.core.watchdog.Policy.to_dict(), ...]: one per sweep value (or one).
     policies = models.JSONField()
     sweep_path = models.CharField(max_length=80, blank=True)
     sweep_values = models.JSONField(default=list, blank=True)

@@ -15,7 +15,7 @@ from runs.whatif.models import WhatIfJob
 from runs.whatif.selectors import snapshot_runs
 from runs.whatif.sweep import cache_key, sweep_policies
 from runs.whatif.tasks import execute_whatif
-from tracing.watchdog import Policy as WatchdogPolicy
+from tracing.core.watchdog import Policy as WatchdogPolicy
 
 
 def whatif_create(*, user, project_id: int, config: dict[str, Any], sweep_path: str = "", sweep_values: list[float] | None = None,

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracing.replay import replay
-from tracing.steps import Step as StepRecord
-from tracing.watchdog import Policy, PolicyError
+from tracing.core.replay import replay
+from tracing.core.steps import Step as StepRecord
+from tracing.core.watchdog import Policy, PolicyError
 
 # A labelled interruption counts as "still caught" when the replayed policy
 # intervenes within this many steps of it: a stricter policy fires a little

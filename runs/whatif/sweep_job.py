@@ -14,7 +14,7 @@ from runs.core.models import Run, run_goal
 from runs.whatif.models import WhatIfJob
 from runs.whatif.selectors import snapshot_runs
 from runs.whatif.sweep import evaluate, group_steps
-from tracing.watchdog import Policy as WatchdogPolicy
+from tracing.core.watchdog import Policy as WatchdogPolicy
 
 # Rows fetched per round trip while streaming steps out of Postgres.
 FETCH_ROWS = 5000

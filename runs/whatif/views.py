@@ -20,7 +20,7 @@ from runs.whatif.forms import WhatIfForm
 from runs.whatif.models import WhatIfJob
 from runs.whatif.reading import reading
 from runs.whatif.services import whatif_create
-from tracing.watchdog import DEFAULT_POLICY, PolicyError
+from tracing.core.watchdog import DEFAULT_POLICY, PolicyError
 
 
 @login_required

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import anchoring_holdout as H  # noqa: E402
 
-from tracing.steps import Step, Trajectory  # noqa: E402
+from tracing.core.steps import Step, Trajectory  # noqa: E402
 
 
 def _qa() -> Trajectory:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(BENCH))
 
 import anchoring_holdout2 as H  # noqa: E402
 
-from tracing.steps import Step, Trajectory  # noqa: E402
+from tracing.core.steps import Step, Trajectory  # noqa: E402
 
 
 def run_of(*steps: tuple, task: str = "a task", source: str = "synthetic", meta: dict | None = None) -> Trajectory:

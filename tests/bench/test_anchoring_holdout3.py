@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import anchoring_holdout3 as h3  # noqa: E402 -- needs bench/ on the path
 
 from tests.eval_data import eval_runs  # noqa: E402
-from tracing.steps import Step, Trajectory, read_jsonl, trajectory_from_dict  # noqa: E402
+from tracing.core.steps import Step, Trajectory, read_jsonl, trajectory_from_dict  # noqa: E402
 
 
 def rng() -> random.Random:

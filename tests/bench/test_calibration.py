@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import calibration as B  # noqa: E402
 
-from tracing.steps import Step, Trajectory  # noqa: E402
+from tracing.core.steps import Step, Trajectory  # noqa: E402
 
 FACT = "Freedonia has a population of 4,200,000 people."
 STEPS = [

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import corruptions as C  # noqa: E402
 
-from tracing.steps import Step, Trajectory  # noqa: E402
+from tracing.core.steps import Step, Trajectory  # noqa: E402
 
 
 def S(kind: str, text: str = "", tool: str | None = None, args=None) -> Step:  # noqa: N802

@@ -33,7 +33,7 @@ def main(argv: list[str]) -> None:
         from django.contrib.auth.models import User
 
         from agentlab.projects.models import Membership, Role
-        from tracing.ingest.writes import token_create
+        from tracing.store.ingest.writes import token_create
 
         user = User.objects.get_or_create(username="drill-exporter")[0]
         project = Project.objects.order_by("pk").first()

@@ -31,7 +31,7 @@ def test_english_and_unknown_reasons_stay_as_they_are():
         assert anchor_reason(unknown) == unknown  # never half translated
 
 
-# Reasons as the rules write them (tracing/anchoring/rules), one per sentence form.
+# Reasons as the rules write them (tracing/core/anchoring/rules), one per sentence form.
 RULE_REASONS = [
     "the observation at step 2 reports a failure (“Error: order not found”); the reply at step 3 claims success: "
     "“Done, the get_order_details call worked.”",

@@ -53,7 +53,7 @@ def english_chrome(html: str, data: set[str]) -> list[str]:
 def _world_data(world) -> set[str]:
     """Text the world itself holds (its runs' prompts and steps, names): shown as stored in any language."""
     from runs.core.models import Run, Task
-    from tracing.models import Step
+    from tracing.store.models import Step
 
     data = {"alice", "vera", "rita", "adam", "olga", "Team", "Other", "default", "g", "mine", "admin's",
             "viewer", "reviewer", "admin", "theirs"}  # (the API tokens are named after their members' roles)

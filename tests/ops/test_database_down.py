@@ -15,7 +15,7 @@ from django.db import OperationalError, connection
 
 from agentlab.unavailable import RETRY_AFTER_S
 from tests.projects import project_of
-from tracing.ingest.writes import token_create
+from tracing.store.ingest.writes import token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,9 +15,9 @@ from runs.core.models import Run
 from runs.management.commands.analyse import Progress
 from runs.reviews.models import ReviewItem
 from tests.projects import team
-from tracing.models import Step
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.models import Step
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 

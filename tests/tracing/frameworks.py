@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from runs.core.models import Run
 from tests.projects import project_of
-from tracing.ingest.writes import token_create
-from tracing.models import Step
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import Step
 
 TASK = "What is 1021 * 1023?"
 ANSWER = "1021 * 1023 = 1044483."

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import json
 
-from tracing.anchoring import PATTERNS, anchor_report
-from tracing.steps import Step
+from tracing.core.anchoring import PATTERNS, anchor_report
+from tracing.core.steps import Step
 
 
 def report_all(steps, task: str = "", **kw):

@@ -5,8 +5,8 @@ from collections import defaultdict
 import pytest
 
 from tests.eval_data import eval_runs
-from tracing import alignment
-from tracing.alignment import (
+from tracing.core import alignment
+from tracing.core.alignment import (
     ENDED_LABEL,
     GAP_LABEL,
     MAX_RUNS,
@@ -19,8 +19,8 @@ from tracing.alignment import (
     similarity,
     units_of,
 )
-from tracing.normalize import jaccard, normalize_args
-from tracing.steps import Step, read_jsonl
+from tracing.core.normalize import jaccard, normalize_args
+from tracing.core.steps import Step, read_jsonl
 
 
 def run(*actions: str) -> list[Step]:

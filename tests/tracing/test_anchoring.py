@@ -8,13 +8,13 @@ import pytest
 
 from tests.eval_data import eval_runs
 from tests.tracing.helpers import report_all
-from tracing.anchoring import is_failure, state
-from tracing.anchoring.common import FAILURE_PREFIX_CHARS
-from tracing.anchoring.evidence import ENTITY_SUPPORT_MIN, STEM_CHARS
-from tracing.anchoring.rules import ignored_observation, unsupported_claim
-from tracing.anchoring.salience import MAX_SCAN_CHARS, extract, normalize_number
-from tracing.anchoring.state import UNIT_WEIGHTS
-from tracing.steps import Step, read_jsonl
+from tracing.core.anchoring import is_failure, state
+from tracing.core.anchoring.common import FAILURE_PREFIX_CHARS
+from tracing.core.anchoring.evidence import ENTITY_SUPPORT_MIN, STEM_CHARS
+from tracing.core.anchoring.rules import ignored_observation, unsupported_claim
+from tracing.core.anchoring.salience import MAX_SCAN_CHARS, extract, normalize_number
+from tracing.core.anchoring.state import UNIT_WEIGHTS
+from tracing.core.steps import Step, read_jsonl
 
 
 def T(text: str) -> tuple:
@@ -494,7 +494,7 @@ def test_scan_cap_both_sides():
 
 
 def test_min_term_chars_both_sides():
-    from tracing.anchoring.salience import MIN_TERM_CHARS
+    from tracing.core.anchoring.salience import MIN_TERM_CHARS
 
     assert MIN_TERM_CHARS == 4
     assert "kiln" in extract("a kiln").terms

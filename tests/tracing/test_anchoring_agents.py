@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.eval_data import eval_runs
 from tests.tracing.helpers import Run, report_all
-from tracing.steps import Step, read_jsonl
+from tracing.core.steps import Step, read_jsonl
 
 ORDER = {"order_id": "#W1", "status": "pending", "items": [{"name": "Camera", "item_id": "11", "price": 375.0}],
          "payment_history": [{"amount": 375.0, "payment_method_id": "credit_card_1"}]}
@@ -943,7 +943,7 @@ def test_a_cards_last_four_digits_name_the_card(reply, slip):
 
 
 def test_a_measure_written_with_its_unit_is_the_number_a_record_holds():
-    from tracing.anchoring.records import _sentence_terms
+    from tracing.core.anchoring.records import _sentence_terms
 
     terms = _sentence_terms('The 500-piece "art" puzzle, 2-pack, x-large.')
     assert {"500", "2", "500-piece"} <= terms and "x" not in terms - {"x-large"}
@@ -973,7 +973,7 @@ def test_an_object_in_brackets_needs_that_object_observed():
 
 
 def test_only_a_number_alone_in_brackets_is_an_instance():
-    from tracing.anchoring.salience import extract
+    from tracing.core.anchoring.salience import extract
 
     assert extract("Skateboard (2 types), Premium Plan (15 GB/month), a watch (1).").instances == {"watch 1"}
 

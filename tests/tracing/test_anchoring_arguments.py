@@ -1,4 +1,4 @@
-"""A tool call whose argument carries an identifier no evidence holds (tracing.anchoring.rules.unobserved_argument)."""
+"""A tool call whose argument carries an identifier no evidence holds (tracing.core.anchoring.rules.unobserved_argument)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.tracing.helpers import Run
-from tracing.anchoring.rules.unobserved_argument import call_identifiers, command_objects
+from tracing.core.anchoring.rules.unobserved_argument import call_identifiers, command_objects
 
 
 def _unobserved(report) -> list[int]:

@@ -1,4 +1,4 @@
-"""A final answer other than the one the agent's last thought concluded (tracing.anchoring.rules.against_conclusion.py)."""
+"""A final answer other than the one the agent's last thought concluded (tracing.core.anchoring.rules.against_conclusion.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.tracing.helpers import Run
-from tracing.anchoring.rules.against_conclusion import against, verdict_of
+from tracing.core.anchoring.rules.against_conclusion import against, verdict_of
 
 PAGE = "Alice Cooper (born Vincent Damon Furnier, February 4, 1948) is an American rock singer."
 

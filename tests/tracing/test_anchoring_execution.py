@@ -1,4 +1,4 @@
-"""Anchoring of code and shell agents on their own runs (tracing/anchoring/execution.py).
+"""Anchoring of code and shell agents on their own runs (tracing/core/anchoring/code_claims.py).
 
 Each rule is tested on both sides: the lapse breaks, the grounded neighbour does not.
 """
@@ -6,7 +6,7 @@ Each rule is tested on both sides: the lapse breaks, the grounded neighbour does
 from __future__ import annotations
 
 from tests.tracing.helpers import Run
-from tracing.anchoring.execution import claims_output, reports_outcome, schema_names
+from tracing.core.anchoring.code_claims import claims_output, reports_outcome, schema_names
 
 SILENT = "[Executed Successfully with No Output]\nYou have 3 steps left and 2 chances to propose solution left."
 

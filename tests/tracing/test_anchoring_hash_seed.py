@@ -23,8 +23,8 @@ SEEDS = ("0", "1", "2", "3")
 PROBES = """
 import json, random
 from tests.tracing.helpers import Run
-from tracing.anchoring.evidence import ARITHMETIC_POOL, Evidence
-from tracing.anchoring.salience import extract
+from tracing.core.anchoring.evidence import ARITHMETIC_POOL, Evidence
+from tracing.core.anchoring.salience import extract
 
 # A result with more numbers than the arithmetic pool holds; products of its
 # numbers are grounded only when both factors stayed in the pool.

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from tracing.anchoring import anchor_report
-from tracing.anchoring.rules.wrong_relation import relation_cues, wrong_relation
-from tracing.steps import Step
+from tracing.core.anchoring import anchor_report
+from tracing.core.anchoring.rules.wrong_relation import relation_cues, wrong_relation
+from tracing.core.steps import Step
 
 BIRTH_Q = "In which town was the author of the novel The Salt Lantern born?"
 VASQUEL = ("Orren Vasquel (1928-1994) was a novelist. He grew up in Mirefield, the mill town he called home all his "

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.tracing.helpers import Run
-from tracing.anchoring.rules.slip import caught
-from tracing.steps import Step
+from tracing.core.anchoring.rules.slip import caught
+from tracing.core.steps import Step
 
 ROOM = ("You are in the middle of a room. Looking quickly around you, you see a countertop 3, a countertop 2, "
         "a drawer 1, a fridge 1, and a microwave 1. Your task is to: ")

@@ -1,4 +1,4 @@
-"""Which breaks are shown (strong) and which are findings (weak): tracing.anchoring.strength.
+"""Which breaks are shown (strong) and which are findings (weak): tracing.core.anchoring.strength.
 
 Each case from two agent families: a text ReAct agent over a search tool and a
 tool-calling agent with JSON results.
@@ -7,8 +7,8 @@ tool-calling agent with JSON results.
 from __future__ import annotations
 
 from tests.tracing.helpers import Run
-from tracing.anchoring import anchor_report
-from tracing.anchoring.strength import EVIDENCE, STRONG, WEAK, WEAK_PATTERNS, evidence_of, is_shown
+from tracing.core.anchoring import anchor_report
+from tracing.core.anchoring.strength import EVIDENCE, STRONG, WEAK, WEAK_PATTERNS, evidence_of, is_shown
 
 HANGZHOU = "Wang Guowei (born 1877 in Hangzhou) was a Chinese scholar of history and literature."
 
@@ -92,7 +92,7 @@ def test_a_demoted_pattern_is_a_finding_in_that_report_only():
 
 
 def test_the_table_names_every_pattern_and_the_weak_ones():
-    from tracing.anchoring import PATTERNS
+    from tracing.core.anchoring import PATTERNS
 
     assert set(PATTERNS) <= set(EVIDENCE)
     assert {p for p in PATTERNS if evidence_of(p).strength == WEAK} == WEAK_PATTERNS
@@ -132,10 +132,10 @@ def test_a_heading_or_status_line_is_form_not_a_claim():
     assert _report(named, promoted=frozenset(["unsupported_claim"])).first_break == 2
 
 
-# --- grounding from the run's own forms (tracing.anchoring.evidence) ---------
+# --- grounding from the run's own forms (tracing.core.anchoring.evidence) ---------
 
-from tracing.anchoring.evidence import Evidence, defined_names  # noqa: E402
-from tracing.anchoring.salience import extract  # noqa: E402
+from tracing.core.anchoring.evidence import Evidence, defined_names  # noqa: E402
+from tracing.core.anchoring.salience import extract  # noqa: E402
 
 
 def _evidence(*texts: str) -> Evidence:

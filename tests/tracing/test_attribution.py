@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from tests.eval_data import eval_runs, requires_eval
 from tests.tracing.helpers import Run, act, obs, thought
-from tracing.analysis import analyse
-from tracing.attribution import (
+from tracing.core.analysis import analyse
+from tracing.core.attribution import (
     CODE_MIN_WRONG_RESULTS,
     LAYER_KEYS,
     LAYERS,
@@ -28,7 +28,7 @@ from tracing.attribution import (
     is_failure_outcome,
     layer_of,
 )
-from tracing.steps import KINDS, Step, read_jsonl
+from tracing.core.steps import KINDS, Step, read_jsonl
 
 LABELS = Path(__file__).resolve().parent / "attribution_labels.jsonl"
 

@@ -11,8 +11,8 @@ import pytest
 from runs.core.models import Run
 from tests.projects import project_of
 from tracing.client import Client, IngestError
-from tracing.ingest.writes import token_create
-from tracing.models import Step
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

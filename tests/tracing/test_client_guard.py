@@ -6,10 +6,10 @@ import pytest
 
 from runs.core.models import Run
 from tests.projects import project_of
-from tracing.analysis import REPLAYED_KEY
 from tracing.client import Client, StopRun
-from tracing.ingest.writes import token_create
-from tracing.models import Step
+from tracing.core.analysis import REPLAYED_KEY
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TASK = "What is the population of Calder Bay?"

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from tracing.course import CHANGED_BELOW, course_changes
-from tracing.steps import Step
+from tracing.core.course import CHANGED_BELOW, course_changes
+from tracing.core.steps import Step
 
 
 def act(i, args, tool="search"):

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from tracing.coverage import answer_coverage, core_facts
+from tracing.core.coverage import answer_coverage, core_facts
 
 
 def test_a_figure_read_from_an_observation_is_covered():

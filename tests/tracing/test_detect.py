@@ -10,8 +10,8 @@ import pytest
 
 from tests.eval_data import eval_runs
 from tracing import detect
-from tracing.steps import trajectory_from_dict
-from tracing.watchdog import DEFAULT_POLICY, PolicyError
+from tracing.core.steps import trajectory_from_dict
+from tracing.core.watchdog import DEFAULT_POLICY, PolicyError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -126,8 +126,8 @@ def test_each_line_carries_the_shown_break_and_the_first_finding(tmp_path):
     import io
     import json as _json
 
+    from tracing.core.watchdog import DEFAULT_POLICY
     from tracing.detect import run_file
-    from tracing.watchdog import DEFAULT_POLICY
 
     line = {"run_id": "a", "task": "Where was the author born?", "steps": [
         {"index": 0, "kind": "observation", "content": "The author was born in Calder Bay."},

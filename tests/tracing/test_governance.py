@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracing.governance import (
+from tracing.core.governance import (
     CLASS_CHECK,
     CLASS_FACT,
     CLASS_INJECTION,

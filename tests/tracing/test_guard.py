@@ -1,4 +1,4 @@
-"""The step API's guard (tracing.guard): the watchdog answers an agent that runs elsewhere."""
+"""The step API's guard (tracing.store.guard): the watchdog answers an agent that runs elsewhere."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from agentlab.projects.models import Membership, Project, Role
 from runs.core.models import Run
 from tests.projects import project_of
 from tests.tracing.helpers import act, loop_run, obs, thought
-from tracing.analysis import REPLAYED_KEY
-from tracing.guard import NOT_GUARDED, guard_stops_expire
-from tracing.ingest.writes import token_create
-from tracing.models import GuardState, Step
-from tracing.replay import replay
-from tracing.steps import Step as StepRecord
-from tracing.watchdog import DEFAULT_POLICY
+from tracing.core.analysis import REPLAYED_KEY
+from tracing.core.replay import replay
+from tracing.core.steps import Step as StepRecord
+from tracing.core.watchdog import DEFAULT_POLICY
+from tracing.store.guard import NOT_GUARDED, guard_stops_expire
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import GuardState, Step
 
 pytestmark = pytest.mark.django_db
 PROMPT = "What is the population of Calder Bay?"

@@ -14,11 +14,11 @@ from runs.core.models import Run
 from tests.projects import project_of
 from tests.scripted_model import ScriptedModel
 from tests.tracing import frameworks as fw
-from tracing.analysis import REPLAYED_KEY
 from tracing.client import Client, StopRun
-from tracing.ingest.writes import token_create
-from tracing.models import Step
-from tracing.replay import replay
+from tracing.core.analysis import REPLAYED_KEY
+from tracing.core.replay import replay
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 NOTE = "[watchdog]"
@@ -98,7 +98,7 @@ def test_a_guarded_loop_is_stopped_where_the_built_in_watchdog_stops_it(client_,
     assert isinstance(result, StopRun), result
     run = only_run()
     assert (run.status, run.stopped_by) == ("stopped", "watchdog")
-    # The built-in path over the same trajectory (tracing.replay: the loop's Watchdog) stops at the same step.
+    # The built-in path over the same trajectory (tracing.core.replay: the loop's Watchdog) stops at the same step.
     records = [s.to_record() for s in Step.objects.filter(run=run).order_by("index")]
     assert replay(records, goal=run.goal).stopped_at == result.step
     stop = Step.objects.get(run=run, index=result.step).meta[REPLAYED_KEY]

@@ -7,10 +7,10 @@ import pytest
 
 from runs.core.models import Run
 from tests.projects import project_of
-from tracing.guard import NOT_GUARDED
-from tracing.ingest.jsonapi import MAX_JSON_DEPTH
-from tracing.ingest.writes import COPY_MIN_ROWS, token_create, token_revoke
-from tracing.models import ExternalRun, Step
+from tracing.core.formats.jsonapi import MAX_JSON_DEPTH
+from tracing.store.guard import NOT_GUARDED
+from tracing.store.ingest.writes import COPY_MIN_ROWS, token_create, token_revoke
+from tracing.store.models import ExternalRun, Step
 
 pytestmark = pytest.mark.django_db
 # What the step API answers about the watchdog for a run created without `guard` (tests/tracing/test_guard.py).
@@ -399,7 +399,7 @@ def test_a_bad_context_is_400_and_creates_nothing(api, context, message):
 
 
 def test_a_5_mb_system_prompt_is_refused_with_the_limit(api):
-    from tracing.ingest.jsonapi import MAX_CONTEXT_BYTES
+    from tracing.core.formats.jsonapi import MAX_CONTEXT_BYTES
 
     response = api.post("/api/runs", {"prompt": "p", "context": {"system": "policy " * (5 * 1024 * 1024 // 7)}})
     assert response.status_code == 413
@@ -489,7 +489,7 @@ def test_repeated_steps_in_a_bulk_request_each_get_their_own_search_document(api
     when text, tool and arguments are all the same."""
     from django.db import connection
 
-    from tracing.stepsearch import step_document
+    from tracing.core.stepsearch import step_document
 
     variants = [("Nothing happens.", None, None), ("Nothing happens.", "look", None),
                 ("Nothing happens.", "look", "north"), ("Nothing happens.", "look", {"dir": "north"}),

@@ -8,7 +8,7 @@ import pytest
 
 from runs.core.models import Run
 from tests.projects import project_of
-from tracing.ingest.writes import token_create
+from tracing.store.ingest.writes import token_create
 
 pytestmark = pytest.mark.django_db
 

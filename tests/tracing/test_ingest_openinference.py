@@ -13,9 +13,9 @@ from runs.agent.suite import get_task, load_documents
 from runs.agent.tools import CorpusSearch, default_tools
 from runs.core.models import Run
 from tests.projects import project_of, team
-from tracing.ingest.writes import token_create
-from tracing.models import Step
-from tracing.recorder import Recorder
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import Step
+from tracing.store.recorder import Recorder
 
 CLEAN = {"forget": 0.0, "rephrase": 0.0, "wrong_premise": 0.0, "early_finish": 0.0, "ignore_hint": 0.0}
 # What the loop puts in the model's context per observation (runs.agent.loop.MAX_OBSERVATION_CHARS):

@@ -13,10 +13,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from runs.core.models import Run
 from tests.projects import project_of
-from tracing.ingest import services
-from tracing.ingest.otlp import MAX_ATTRIBUTE_DEPTH
-from tracing.ingest.writes import token_create, token_revoke
-from tracing.models import ExternalRun, IngestedSpan, Step
+from tracing.core.formats.otlp import MAX_ATTRIBUTE_DEPTH
+from tracing.store.ingest import services
+from tracing.store.ingest.writes import token_create, token_revoke
+from tracing.store.models import ExternalRun, IngestedSpan, Step
 
 TRACE = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
 ROOT = b"\x00\x00\x00\x00\x00\x00\x00\x09"

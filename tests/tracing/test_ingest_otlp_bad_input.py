@@ -16,8 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from runs.core.models import Run
 from tests.tracing import test_ingest_otlp as otlp_tests
 from tests.tracing.test_ingest_otlp import ROOT, TRACE, _proto, _request, _sid
-from tracing.ingest.otlp import MAX_ATTRIBUTE_CHARS, MAX_COUNT
-from tracing.models import ExternalRun, IngestedSpan, Step
+from tracing.core.formats.otlp import MAX_ATTRIBUTE_CHARS, MAX_COUNT
+from tracing.store.models import ExternalRun, IngestedSpan, Step
 
 pytestmark = pytest.mark.django_db
 

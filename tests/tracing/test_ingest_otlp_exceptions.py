@@ -18,7 +18,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from runs.core.models import Run
 from tests.tracing import test_ingest_otlp as otlp_tests
-from tracing.models import Step
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ from django.core.management import call_command
 from runs.core.models import Run
 from tests.tracing import test_ingest_otlp as otlp_tests
 from tests.tracing.test_ingest_otlp import _agent_trace, _llm, _proto
-from tracing import tasks
-from tracing.ingest import services
-from tracing.models import ExternalRun, Step
+from tracing.store import tasks
+from tracing.store.ingest import services
+from tracing.store.models import ExternalRun, Step
 
 pytestmark = pytest.mark.django_db
 

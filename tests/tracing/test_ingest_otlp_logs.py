@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 
 from runs.core.models import Run
 from tests.tracing.test_ingest_otlp import ROOT, TRACE, _proto, _sid
-from tracing.models import IngestedSpan, PendingEvent, Step
+from tracing.store.models import IngestedSpan, PendingEvent, Step
 
 MS = 1_000_000
 T0 = 1_700_000_000_000 * MS
@@ -126,7 +126,7 @@ def post(client, token):
 @pytest.fixture
 def token(user):
     from tests.projects import project_of
-    from tracing.ingest.writes import token_create
+    from tracing.store.ingest.writes import token_create
 
     return token_create(user=user, project_id=project_of(user).pk, name="otlp")[1]
 

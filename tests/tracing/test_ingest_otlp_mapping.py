@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tracing.ingest.otlp import (
+from tracing.core.formats.otlp import (
     MAX_ATTRIBUTE_DEPTH,
     OtlpError,
     Span,

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from runs.core.models import Run
 from tests.projects import project_of
-from tracing.ingest import services
-from tracing.ingest.otlp import Span
-from tracing.models import Step
+from tracing.core.formats.otlp import Span
+from tracing.store.ingest import services
+from tracing.store.models import Step
 
 MS = 1_000_000
 T0 = 1_700_000_000_000 * MS

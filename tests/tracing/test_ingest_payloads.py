@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from tests.tracing.test_ingest_otlp_mapping import oi_llm, span
-from tracing.ingest import payloads
-from tracing.ingest.otlp import TraceState, map_spans
+from tracing.core.formats import payloads
+from tracing.core.formats.otlp import TraceState, map_spans
 
 LG_STATE = {"messages": [
     {"type": "human", "data": {"content": "What is 1021 * 1023?", "type": "human", "id": "h1"}},

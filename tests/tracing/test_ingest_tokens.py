@@ -8,8 +8,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from tests.projects import project_of
-from tracing.ingest.writes import token_create, token_user
-from tracing.models import ApiToken
+from tracing.store.ingest.writes import token_create, token_user
+from tracing.store.models import ApiToken
 
 pytestmark = pytest.mark.django_db
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracing.intervals import bounded_mean_interval, mean_interval, t_critical, wilson
+from tracing.core.intervals import bounded_mean_interval, mean_interval, t_critical, wilson
 
 
 def test_wilson_matches_the_textbook_values():

@@ -1,4 +1,4 @@
-"""Tags, metadata and session limits (tracing.labels) and the OTLP attribute mapping (pure)."""
+"""Tags, metadata and session limits (tracing.core.label_limits) and the OTLP attribute mapping (pure)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tracing.ingest.otlp_labels import labels_from_attributes
-from tracing.labels import (
+from tracing.core.formats.otlp_labels import labels_from_attributes
+from tracing.core.label_limits import (
     MAX_METADATA_BYTES,
     MAX_METADATA_KEYS,
     MAX_METADATA_VALUE_CHARS,

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tests.eval_data import eval_runs
-from tracing.metrics import (
+from tracing.core.metrics import (
     P95,
     Distribution,
     RunStats,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from tracing.normalize import (
+from tracing.core.normalize import (
     MAX_ARG_CHARS,
     MAX_JSON_DEPTH,
     MAX_TOKEN_CHARS,

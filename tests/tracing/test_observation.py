@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from tests.tracing.helpers import act, obs
-from tracing.detectors.observation import (
+from tracing.core.detectors.observation import (
     ANALYSIS_CHARS,
     JUNK_BOILERPLATE_RATIO,
     JUNK_MARKUP_RATIO,

@@ -1,11 +1,11 @@
-"""Deflated JSON (tracing.packing): what is stored must always decode."""
+"""Deflated JSON (tracing.core.packing): what is stored must always decode."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 
-from tracing import packing
+from tracing.core import packing
 
 
 def test_a_stored_dictionary_is_never_edited():

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from tracing.models import Step
-from tracing.recorder import Recorder, record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.models import Step
+from tracing.store.recorder import Recorder, record_step
 
 pytestmark = pytest.mark.django_db
 

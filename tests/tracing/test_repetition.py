@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from tests.tracing.helpers import act, obs
-from tracing.detectors.repetition import (
+from tracing.core.detectors.repetition import (
     REPETITION_SIMILARITY,
     REPETITION_WINDOW,
     RepetitionDetector,

@@ -1,4 +1,4 @@
-"""What a tool result says, read from its structure (tracing.results)."""
+"""What a tool result says, read from its structure (tracing.core.results)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracing.results import (
+from tracing.core.results import (
     JSON_PARSE_MAX_CHARS,
     is_command,
     is_read_call,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from tests.tracing.helpers import act, obs, thought
-from tracing.detectors.drift import (
+from tracing.core.detectors.drift import (
     DRIFT_CHECK_EVERY,
     DRIFT_MAX_GOAL_TERMS,
     DRIFT_MIN_GAIN,
@@ -9,10 +9,10 @@ from tracing.detectors.drift import (
     DriftDetector,
     goal_terms,
 )
-from tracing.detectors.drift import scan as drift_scan
-from tracing.detectors.stagnation import STAGNATION_K, StagnationDetector
-from tracing.detectors.stagnation import scan as stag_scan
-from tracing.steps import Step
+from tracing.core.detectors.drift import scan as drift_scan
+from tracing.core.detectors.stagnation import STAGNATION_K, StagnationDetector
+from tracing.core.detectors.stagnation import scan as stag_scan
+from tracing.core.steps import Step
 
 
 def test_stagnation_k_both_sides():

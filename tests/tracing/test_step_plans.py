@@ -15,8 +15,8 @@ from django.db import connection
 
 from runs.launch.selectors import steps_after, trajectory
 from runs.search.selectors import _FIRST_HITS_SQL
-from tracing.models import Step
-from tracing.stepsearch import tsquery_literal
+from tracing.core.stepsearch import tsquery_literal
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db
 

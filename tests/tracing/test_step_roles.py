@@ -8,11 +8,11 @@ import importlib
 import pytest
 from django.db import connection
 
-from tracing.ingest.writes import copy_steps, insert_steps
-from tracing.models import Step
-from tracing.recorder import record_step
-from tracing.steps import ROLES, USER_TOOLS, role_of
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import ROLES, USER_TOOLS, role_of
+from tracing.core.steps import Step as StepRecord
+from tracing.store.ingest.writes import copy_steps, insert_steps
+from tracing.store.models import Step
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 
@@ -57,7 +57,7 @@ def test_a_row_written_without_a_role_gets_the_database_default(make_run):
 
 
 def test_the_migration_backfills_roles_by_the_same_inference(make_run):
-    migration = importlib.import_module("tracing.migrations.0003_step_role")
+    migration = importlib.import_module("tracing.store.migrations.0003_step_role")
     assert set(migration.USER_TOOLS) == USER_TOOLS  # the migration's frozen copy matches today's
     run = make_run(steps=0)
     copy_steps([(run.pk, STEPS)])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.eval_data import eval_runs
-from tracing.normalize import search_token_set, search_tokens
-from tracing.steps import read_jsonl
-from tracing.stepsearch import (
+from tracing.core.normalize import search_token_set, search_tokens
+from tracing.core.steps import read_jsonl
+from tracing.core.stepsearch import (
     MAX_INDEXED_TOKENS,
     MAX_QUERY_TOKENS,
     query_tokens,

@@ -1,4 +1,4 @@
-"""The run-summary rule (tracing.summary), and every writer of steps applying it."""
+"""The run-summary rule (tracing.core.summary), and every writer of steps applying it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tests.projects import project_of
-from tracing.steps import Step
-from tracing.summary import RunSummary
+from tracing.core.steps import Step
+from tracing.core.summary import RunSummary
 
 SUMMARY_COLUMNS = ("step_count", "prompt_tokens", "completion_tokens", "latency_ms", "intervention_count",
                    "intervention_detectors", "intervention_tiers", "context_steps", "context_tokens",
@@ -69,7 +69,7 @@ def expected():
 
 @pytest.mark.django_db
 def test_the_recorder_keeps_the_summary(make_run, expected):
-    from tracing.recorder import record_step
+    from tracing.store.recorder import record_step
 
     run = make_run()
     for step in STEPS:
@@ -82,8 +82,8 @@ def test_the_recorder_keeps_the_summary(make_run, expected):
 @pytest.mark.parametrize("path", ["create", "append", "append-copy"])
 def test_ingested_runs_get_the_same_summary_context_pressure_included(client, user, expected, path, monkeypatch):
     from runs.core.models import Run
-    from tracing.ingest import writes
-    from tracing.ingest.writes import token_create
+    from tracing.store.ingest import writes
+    from tracing.store.ingest.writes import token_create
 
     if path == "append-copy":
         monkeypatch.setattr(writes, "COPY_MIN_ROWS", 2)
@@ -104,7 +104,7 @@ def test_ingested_runs_get_the_same_summary_context_pressure_included(client, us
 def test_imported_runs_get_the_same_summary(user):
     from runs.core.models import Run
     from runs.imports.services import import_lines
-    from tracing.steps import trajectory_from_dict
+    from tracing.core.steps import trajectory_from_dict
 
     line = {"source": "test", "run_id": "r1", "task": "What is the capital of Freedonia?", "success": None,
             "steps": [{"content": s.pop("text"), **s} for s in _api_steps()]}

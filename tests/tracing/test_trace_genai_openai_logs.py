@@ -16,8 +16,8 @@ import pytest
 from tests.projects import project_of
 from tests.scripted_model import ScriptedModel
 from tests.tracing import frameworks as fw
-from tracing.ingest.writes import token_create
-from tracing.models import IngestedSpan, ModelCall, PendingEvent
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import IngestedSpan, ModelCall, PendingEvent
 
 pytest.importorskip("opentelemetry.instrumentation.openai_v2")
 

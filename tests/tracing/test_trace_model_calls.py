@@ -8,9 +8,9 @@ import json
 import pytest
 
 from tests.projects import project_of
-from tracing.call_store import call_messages
-from tracing.ingest.writes import token_create
-from tracing.models import ModelCall, Step
+from tracing.store.call_store import call_messages
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import ModelCall, Step
 
 pytestmark = pytest.mark.django_db
 

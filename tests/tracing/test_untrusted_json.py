@@ -1,4 +1,4 @@
-"""tracing.untrusted_json: what it refuses, what it cleans, and that it never raises anything else."""
+"""tracing.core.untrusted_json: what it refuses, what it cleans, and that it never raises anything else."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracing.untrusted_json import MAX_DEPTH, UntrustedJsonError, clean_text, loads
+from tracing.core.untrusted_json import MAX_DEPTH, UntrustedJsonError, clean_text, loads
 
 
 def test_plain_json_comes_back_as_it_was():

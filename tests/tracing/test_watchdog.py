@@ -5,8 +5,8 @@ import math
 import pytest
 
 from tests.tracing.helpers import act, loop_run, obs
-from tracing.steps import Intervention, Step
-from tracing.watchdog import (
+from tracing.core.steps import Intervention, Step
+from tracing.core.watchdog import (
     COMPLEXITY_MAX,
     COMPLEXITY_MIN,
     COOLDOWN,

@@ -1,6 +1,6 @@
 """Watchdog.snapshot / restore: a watchdog rebuilt from its JSON snapshot
 before every step answers exactly as the one that saw the whole run (the step
-API's guard, tracing.guard, keeps one per run between requests)."""
+API's guard, tracing.store.guard, keeps one per run between requests)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,16 @@ import pytest
 
 from tests.eval_data import eval_runs, requires_eval
 from tests.tracing.helpers import act, loop_run, obs, thought
-from tracing.steps import Step, read_jsonl
-from tracing.watchdog import AGGRESSIVE_POLICY, DEFAULT_POLICY, HINTS_ONLY_POLICY, Ladder, Policy, RunMemory, Watchdog
+from tracing.core.steps import Step, read_jsonl
+from tracing.core.watchdog import (
+    AGGRESSIVE_POLICY,
+    DEFAULT_POLICY,
+    HINTS_ONLY_POLICY,
+    Ladder,
+    Policy,
+    RunMemory,
+    Watchdog,
+)
 
 # The fast lane off: the ladder climbs rung by rung.
 SLOW = Policy(name="slow", ladder=Ladder(fast_futile=0))

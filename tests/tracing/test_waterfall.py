@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracing.waterfall import MAX_BARS, MIN_BAR, WIDTH, Call, SpanRow, chart, span_tree, walk
+from tracing.core.waterfall import MAX_BARS, MIN_BAR, WIDTH, Call, SpanRow, chart, span_tree, walk
 
 
 def test_timed_calls_share_one_axis_from_the_first_start():

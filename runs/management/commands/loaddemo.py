@@ -11,7 +11,7 @@ from runs.core.models import Document, Policy, Run, Task
 from runs.launch import services
 from runs.launch.execution import run_execute
 from runs.policies.services import builtin_policies_load
-from tracing.watchdog import BUILTIN_POLICIES
+from tracing.core.watchdog import BUILTIN_POLICIES
 
 DEMO_PROJECT = "demo"
 

@@ -9,7 +9,7 @@ from agentlab.projects.services import project_named
 from runs.core.models import Policy, Run, Task
 from runs.core.queue import QueueUnavailable
 from runs.launch import services
-from tracing.labels import LabelError, clean_labels, parse_metadata_text
+from tracing.core.label_limits import LabelError, clean_labels, parse_metadata_text
 
 
 class Command(BaseCommand):

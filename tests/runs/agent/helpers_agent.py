@@ -13,7 +13,7 @@ from runs.agent.sim_model import handle
 from runs.agent.sim_server import httpx
 from runs.agent.suite import get_task, load_documents
 from runs.agent.tools import CorpusSearch, default_tools
-from tracing.steps import Step
+from tracing.core.steps import Step
 
 CLEAN = {"forget": 0.0, "rephrase": 0.0, "wrong_premise": 0.0, "early_finish": 0.0, "ignore_hint": 0.0}
 

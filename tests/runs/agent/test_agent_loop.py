@@ -24,7 +24,7 @@ from runs.agent.loop import AgentConfig, Budget, default_prepare_observation, ru
 from runs.agent.sim_server import httpx, sim_client
 from runs.agent.suite import get_task, load_documents, score
 from runs.agent.tools import CorpusSearch, ToolResult, default_tools
-from tracing.steps import KINDS, Intervention
+from tracing.core.steps import KINDS, Intervention
 
 MODES = [("tools", "completions"), ("text", "completions"), ("text", "chat")]
 

@@ -14,7 +14,7 @@ from runs.agent.tools import (
     calculate,
     default_tools,
 )
-from tracing.normalize import search_tokens
+from tracing.core.normalize import search_tokens
 
 DOCS = [
     Document("salt", "The Salt Lantern", "The Salt Lantern is a novel written by Orren Vasquel. It won a prize."),
@@ -93,7 +93,7 @@ def test_calculate_length_limit_both_sides():
 
 
 def test_search_tokens_english_and_cjk_bigrams():
-    # One tokeniser for both search backends and the sim (tracing.normalize).
+    # One tokeniser for both search backends and the sim (tracing.core.normalize).
     assert search_tokens("The Salt Lantern!") == ["salt", "lantern"]
     assert search_tokens("净利润") == ["净利", "利润"]
     assert search_tokens("ＦＹ２０２３ 营收") == ["fy2023", "营收"]  # full-width reads as plain

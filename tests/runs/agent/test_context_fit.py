@@ -18,7 +18,7 @@ import pytest
 
 from runs.agent.loop import AgentConfig, Budget, run_agent
 from runs.agent.tools import ToolRegistry, ToolResult, _schema
-from tracing.steps import Step
+from tracing.core.steps import Step
 
 WINDOW = 2048
 

@@ -6,7 +6,7 @@ import openai
 
 from runs.agent.loop import AgentConfig, Budget, Price
 from tests.runs.agent.helpers_agent import CLEAN, recording_sim_client, run_task
-from tracing.model_calls import prompt_text
+from tracing.core.model_calls import prompt_text
 
 
 def test_tools_mode_calls_are_the_request_bodies():

@@ -12,7 +12,7 @@ from runs.agent.loop import AgentConfig, Budget, run_agent
 from runs.agent.sim_server import make_server, sim_client
 from runs.agent.suite import get_task, load_documents, score
 from runs.agent.tools import CorpusSearch, FinishTool, ToolRegistry, ToolResult, default_tools
-from tracing.steps import Intervention
+from tracing.core.steps import Intervention
 
 
 def post(path, body):

@@ -19,7 +19,7 @@ from runs.agent.strategies import (
 )
 from runs.agent.suite import builtin_tasks, get_task, load_documents, score
 from runs.agent.tools import CorpusSearch, default_tools
-from tracing.steps import Step
+from tracing.core.steps import Step
 
 
 def run(strategy: str, slug: str, *, seed: int = 1, client=None, **budget):

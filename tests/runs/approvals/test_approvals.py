@@ -20,7 +20,7 @@ from runs.core.models import Run, SandboxMessage, Task
 from runs.launch import execution, services
 from tests.projects import project_of
 from tests.runs.agent.helpers_agent import CLEAN
-from tracing.models import Step
+from tracing.store.models import Step
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ demoted)."""
 from __future__ import annotations
 
 from runs.launch.run_analysis import runs_analyse
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.recorder import record_step
 
 GOAL = "What is the population of Freedonia? Then book a ticket to Fredville."
 FACT = "Freedonia has a population of 4,200,000 people."

@@ -52,8 +52,8 @@ def test_run_cost_on_the_page_and_in_the_list(auth_client, make_run):
 
 
 def test_each_model_turn_shows_its_cost_beside_its_call(auth_client, make_run):
-    from tracing.call_store import CallRecorder
-    from tracing.model_calls import ModelCallRecord
+    from tracing.core.model_calls import ModelCallRecord
+    from tracing.store.call_store import CallRecorder
 
     run = make_run(steps=3, provider="openai", model_name="gpt-4o")  # every step: 10 prompt + 2 completion tokens
     CallRecorder(run.pk)(ModelCallRecord(step_index=0, api="chat", messages=[{"role": "user", "content": "q"}]))

@@ -14,9 +14,9 @@ from runs.calls.resend import ReplayResult
 from runs.core.models import Run, Task
 from runs.launch import execution, services
 from tests.projects import project_of
-from tracing.call_store import CallRecorder, call_messages
-from tracing.model_calls import ModelCallRecord, media_part, prompt_segments, prompt_text
-from tracing.models import CallMessage, ModelCall, Step
+from tracing.core.model_calls import ModelCallRecord, media_part, prompt_segments, prompt_text
+from tracing.store.call_store import CallRecorder, call_messages
+from tracing.store.models import CallMessage, ModelCall, Step
 
 pytestmark = pytest.mark.django_db
 
@@ -62,7 +62,7 @@ def test_consecutive_turns_store_only_what_they_add(user):
     before = CallMessage.objects.count()
     _sim_run(user)
     system = call_messages(calls[0])[0]
-    from tracing.call_store import digest_of
+    from tracing.store.call_store import digest_of
     assert CallMessage.objects.filter(digest=digest_of(system)).count() == 1
     assert CallMessage.objects.count() - before < sum(len(c.suffix_ids) for c in calls)
 

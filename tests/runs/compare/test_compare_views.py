@@ -5,9 +5,9 @@ from django.urls import reverse
 
 from runs.core.models import RerunGroup, Run, Task
 from tests.projects import team
-from tracing.alignment import MAX_RUNS
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.alignment import MAX_RUNS
+from tracing.core.steps import Step as StepRecord
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 PAGE = reverse("compare:page")

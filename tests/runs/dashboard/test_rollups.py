@@ -26,8 +26,8 @@ from runs.launch.run_analysis import update_from_values
 from runs.launch.selectors import RunFilters, runs_filtered
 from runs.lifecycle import runs_judge
 from runs.reviews.models import ReviewItem
-from tracing.attribution import LAYERS
-from tracing.step_deletion import runs_delete
+from tracing.core.attribution import LAYERS
+from tracing.store.step_deletion import runs_delete
 
 DAY0 = date(2026, 11, 3)
 DAYS = 6

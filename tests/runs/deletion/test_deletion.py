@@ -13,14 +13,14 @@ from runs.approvals.models import Approval
 from runs.core.models import Run
 from runs.reviews.models import ReviewItem
 from runs.reviews.services import review_items_sync
-from tracing import step_deletion as deletion
-from tracing.call_store import CallRecorder
-from tracing.ingest.writes import token_create
-from tracing.model_calls import ModelCallRecord
-from tracing.models import CallMessage, DeletionRecord, ModelCall, Retention, Step
-from tracing.recorder import record_step
-from tracing.step_deletion import retention_sweep
-from tracing.steps import Step as StepRecord
+from tracing.core.model_calls import ModelCallRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store import step_deletion as deletion
+from tracing.store.call_store import CallRecorder
+from tracing.store.ingest.writes import token_create
+from tracing.store.models import CallMessage, DeletionRecord, ModelCall, Retention, Step
+from tracing.store.recorder import record_step
+from tracing.store.step_deletion import retention_sweep
 
 pytestmark = pytest.mark.django_db
 

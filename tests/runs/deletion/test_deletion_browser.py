@@ -11,7 +11,7 @@ from runs.core.models import Run
 from runs.health.models import SweepMark
 from runs.health.sweeps import MARK
 from tests import test_browser_pages as browser
-from tracing.models import DeletionRecord
+from tracing.store.models import DeletionRecord
 
 # The page tests' Chromium, signed-in pages, browser marks and transactional database.
 chromium = browser.chromium

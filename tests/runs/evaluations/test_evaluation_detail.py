@@ -12,8 +12,8 @@ from runs.core.models import Run
 from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.evaluations.selectors import evaluation_report
 from runs.evaluations.services import EvaluationError, evaluation_runs_measure
-from tracing.recorder import Recorder
-from tracing.steps import Step
+from tracing.core.steps import Step
+from tracing.store.recorder import Recorder
 
 
 def runs_of(evaluation, strategy, task):

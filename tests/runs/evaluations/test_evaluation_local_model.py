@@ -14,7 +14,7 @@ from runs.evaluations.services import EvaluationSpec, evaluation_create, evaluat
 from runs.launch import execution
 from tests.projects import project_of
 from tests.servers import start_local_model, stop
-from tracing.models import Step
+from tracing.store.models import Step
 
 pytestmark = [
     pytest.mark.localmodel,

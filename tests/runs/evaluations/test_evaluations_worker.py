@@ -13,7 +13,7 @@ from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.evaluations.selectors import evaluation_report
 from runs.evaluations.services import EvaluationSpec, evaluation_create
 from tests.projects import project_of
-from tracing.models import Step
+from tracing.store.models import Step
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

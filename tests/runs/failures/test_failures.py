@@ -15,8 +15,8 @@ from runs.failures.models import LayerLabel
 from runs.failures.selectors import breakdown
 from runs.launch.run_analysis import run_analyse
 from tests.projects import team
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 from runs.core.models import Run
 from tests.eval_data import EVAL_DIR, eval_runs
 from tests.projects import project_of
-from tracing.models import Step
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db
 
@@ -113,8 +113,8 @@ def test_analyse_recomputes_signals_and_anchoring(project):
     call_command("importjsonl", *[str(p) for p in [EVAL_DIR / "react_exemplars" / "runs.jsonl"]], verbosity=0) \
         if EVAL_DIR.is_dir() else None
     upload_run = Run.objects.create(prompt="Where was he born?", status="finished", project=project)
-    from tracing.recorder import record_step
-    from tracing.steps import Step as StepRecord
+    from tracing.core.steps import Step as StepRecord
+    from tracing.store.recorder import record_step
 
     record_step(upload_run.pk, StepRecord(index=0, kind="observation", text="He was born in Calder Bay."))
     record_step(upload_run.pk, StepRecord(index=1, kind="thought", text="The observation says he was born in Haiyan."))
@@ -135,7 +135,7 @@ def test_an_imported_run_is_judged_against_one_goal_everywhere(user, monkeypatch
     from runs.launch import run_analysis as analysis
     from runs.whatif import sweep_job as execution
     from runs.whatif.services import whatif_create
-    from tracing.steps import trajectory_from_dict
+    from tracing.core.steps import trajectory_from_dict
 
     line = {"source": "alfworld", "run_id": "a1", "task": "put a clean mug on the desk", "success": False,
             "meta": {"initial_observation": "You are in a kitchen. You see a mug and a sink."},
@@ -272,8 +272,8 @@ def test_an_imported_interruption_enters_the_review_queue_like_a_native_one(user
     from runs.imports.services import import_lines
     from runs.reviews.models import ReviewItem
     from runs.reviews.services import review_items_sync
-    from tracing.recorder import record_step
-    from tracing.steps import Step as StepRecord
+    from tracing.core.steps import Step as StepRecord
+    from tracing.store.recorder import record_step
 
     run = Run.objects.get(pk=import_lines([json.dumps(DIALOGUE)], project_id=project_of(user).pk, owner=user).run_ids[0])
     imported = ReviewItem.objects.get(run=run)

@@ -13,8 +13,8 @@ from runs.imports.services import import_lines
 from runs.reviews.models import ReviewItem
 from tests.eval_data import EVAL_DIR, requires_eval
 from tests.projects import project_of
-from tracing.models import Step
-from tracing.steps import role_of, trajectory_from_dict
+from tracing.core.steps import role_of, trajectory_from_dict
+from tracing.store.models import Step
 
 pytestmark = [pytest.mark.django_db, requires_eval]
 SOURCES = sorted(p.parent.name for p in EVAL_DIR.glob("*/runs.jsonl"))

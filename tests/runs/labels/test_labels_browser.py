@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tests import test_browser_pages as browser
 from tests.runs.reviews.test_reviews_helpers import grant_reviewer
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.recorder import record_step
 
 # The page tests' Chromium, signed-in pages, browser marks and transactional database.
 chromium = browser.chromium

@@ -12,7 +12,7 @@ from django.urls import reverse
 from runs.core.models import Run
 from tests.htmx import hx
 from tests.runs.reviews.test_reviews_helpers import grant_reviewer
-from tracing.labels import MAX_TAGS
+from tracing.core.label_limits import MAX_TAGS
 
 pytestmark = pytest.mark.django_db
 

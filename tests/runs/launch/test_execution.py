@@ -15,8 +15,8 @@ from runs.core.models import Run
 from runs.launch import execution
 from runs.launch.lease import Lease
 from runs.launch.tasks import execute_run
-from tracing.models import Step
-from tracing.signals import run_ended
+from tracing.store.models import Step
+from tracing.store.signals import run_ended
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from runs.agent.sim_server import sim_client
 from runs.core.models import Run
 from runs.launch import execution, services
 from tests.projects import team
-from tracing.models import Step
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ from django.urls import reverse
 from runs.core.models import RerunGroup, Run
 from tests.htmx import hx
 from tests.projects import project_of
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 LIVE = reverse("runs:live_rows")

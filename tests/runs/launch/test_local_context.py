@@ -13,9 +13,9 @@ from runs.launch import services
 from runs.launch.execution import run_execute
 from tests.projects import team
 from tests.runs.agent.test_context_fit import WINDOW, LongPages, WindowServer, client_for
-from tracing.models import Step
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.models import Step
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from runs.core.models import Run, Task
 from runs.launch import execution, services
 from tests.projects import team
 from tests.servers import start_local_model, stop
-from tracing.models import Step
+from tracing.store.models import Step
 
 pytestmark = [
     pytest.mark.localmodel,

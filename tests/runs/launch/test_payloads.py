@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from runs.core.step_payloads import FOLD_LINES, FOLD_SLACK, INLINE_ARGS_CHARS, args_html, json_payload, markdown_html
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.recorder import record_step
 
 HOSTILE = [
     "<script>alert(1)</script>",

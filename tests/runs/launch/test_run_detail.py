@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from runs.core.models import Run
 from tests.projects import project_of
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 
@@ -89,7 +89,7 @@ def test_export_is_the_eval_jsonl_format(auth_client, make_run):
     assert data["steps"][1] == {**data["steps"][1], "kind": "action", "tool": "search", "args": {"query": "q1"}}
     assert data["meta"]["gold_answer"] == "Fredville"
 
-    from tracing.steps import trajectory_from_dict
+    from tracing.core.steps import trajectory_from_dict
 
     assert len(trajectory_from_dict(data).steps) == 4
 
@@ -118,7 +118,7 @@ def test_an_unusable_observation_says_no_progress_and_why_without_a_gain_beside_
 
 def test_the_lost_anchor_step_is_not_badged_anchored(auth_client, make_run):
     run = make_run(steps=4, first_anchor_break=3, anchor_reason="the answer names a number no observation has")
-    from tracing.models import Step
+    from tracing.store.models import Step
 
     for index in (2, 3):
         step = Step.objects.get(run=run, index=index)
@@ -223,7 +223,7 @@ def test_the_break_pattern_and_findings_are_explained_and_jump_to_their_step(aut
                                      "against_conclusion"])
 def test_every_pattern_has_plain_words(pattern):
     from runs.core.anchor_names import ANCHOR_LABELS
-    from tracing.anchoring import FINDINGS, PATTERNS
+    from tracing.core.anchoring import FINDINGS, PATTERNS
 
     assert set(ANCHOR_LABELS) == set(PATTERNS) | set(FINDINGS)
     assert "_" not in ANCHOR_LABELS[pattern]

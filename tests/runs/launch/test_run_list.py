@@ -5,8 +5,8 @@ from django.urls import reverse
 
 from runs.core.models import Run
 from tests.htmx import hx, more_row_id
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 URL = reverse("runs:list")
@@ -149,7 +149,7 @@ def test_a_sorted_page_keeps_a_constant_number_of_queries(auth_client, make_run,
 
 
 def test_the_anchoring_filter_offers_every_pattern(auth_client, make_run, django_assert_num_queries):
-    from tracing.anchoring import PATTERNS
+    from tracing.core.anchoring import PATTERNS
 
     phantom = make_run(first_anchor_break=2, anchor_reason="r", anchor_evidence={"pattern": "phantom_call"})
     stale = make_run(first_anchor_break=4, anchor_reason="r", anchor_evidence={"pattern": "stale_value"})

@@ -12,8 +12,8 @@ from django.utils import timezone
 from runs.core.models import Policy, Run
 from runs.launch.selectors import POLICY_OFF, RunFilters, run_history, runs_filtered, trajectory
 from tests.projects import team
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.utils.safestring import SafeString
 
 from runs.core import step_rows
 from runs.core.models import Run
-from tracing.models import Step
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db
 ROW = "runs/_step_row.html"

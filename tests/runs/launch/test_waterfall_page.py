@@ -12,9 +12,9 @@ from django.utils import timezone
 from runs.core.models import Run
 from tests.htmx import hx
 from tests.projects import project_of
-from tracing.ingest.otlp import Span
-from tracing.ingest.services import otlp_ingest
-from tracing.models import Step
+from tracing.core.formats.otlp import Span
+from tracing.store.ingest.services import otlp_ingest
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db
 TRACE = "ab" * 16

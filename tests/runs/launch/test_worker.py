@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from runs.core.models import Run, Task
 from tests.projects import team
-from tracing.models import Step
+from tracing.store.models import Step
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

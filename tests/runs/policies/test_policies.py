@@ -100,7 +100,7 @@ def fields_of(config: dict | None = None, **overrides) -> dict:
     """The editor's POST for a policy (the default when none is given), field by field."""
     from runs.policies.forms import initial_of
     from runs.policies.services import policy_config
-    from tracing.watchdog import DEFAULT_POLICY
+    from tracing.core.watchdog import DEFAULT_POLICY
 
     data = {k: v for k, v in initial_of(policy_config(config or DEFAULT_POLICY)).items() if k != "config"}
     data = {k: ("on" if v else "") if isinstance(v, bool) else v for k, v in data.items()}
@@ -153,7 +153,7 @@ def test_bad_values_are_field_errors(auth_client, field, value, message):
 
 def test_the_disabled_policy_lists_no_tiers(auth_client):
     from runs.policies.services import policy_config
-    from tracing.watchdog import OFF_POLICY
+    from tracing.core.watchdog import OFF_POLICY
 
     Policy.objects.create(project=team(), name="off", version=1, config=policy_config(OFF_POLICY))
     row = auth_client.get(reverse("policy_list")).content.decode().split("<code>off</code>", 1)[1].split("</tr>")[0]

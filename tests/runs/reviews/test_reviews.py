@@ -10,7 +10,7 @@ from runs.reviews import services as reviews
 from runs.reviews.models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
 from tests.runs.reviews.test_reviews_helpers import REPETITION_EVIDENCE as REPETITION
 from tests.runs.reviews.test_reviews_helpers import add_step, interrupted_run
-from tracing.watchdog import DEFAULT_POLICY
+from tracing.core.watchdog import DEFAULT_POLICY
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +51,7 @@ def test_a_run_without_interruptions_has_no_items(make_run):
 
 
 def test_the_run_ended_signal_syncs_the_items(make_run):
-    from tracing.signals import send_run_ended
+    from tracing.store.signals import send_run_ended
 
     run = make_run(steps=3)
     add_step(run, 3, "intervention", "hint", detector="repetition", tier="hint", evidence=REPETITION)
@@ -97,9 +97,9 @@ COMPLEX_GOAL = ("Which of the two companies named in the annual report, and both
 
 
 def test_a_scaled_window_is_recorded_with_its_effective_value(make_run):
-    from tracing.recorder import record_step
-    from tracing.steps import Step as StepRecord
-    from tracing.watchdog import Watchdog, estimate_complexity
+    from tracing.core.steps import Step as StepRecord
+    from tracing.core.watchdog import Watchdog, estimate_complexity
+    from tracing.store.recorder import record_step
 
     assert estimate_complexity(COMPLEX_GOAL) > 1.0
     assert DEFAULT_POLICY.windows.invalid_run == 2

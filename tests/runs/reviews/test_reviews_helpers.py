@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from runs.reviews.services import review_items_sync
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
-from tracing.watchdog import DEFAULT_POLICY
+from tracing.core.steps import Step as StepRecord
+from tracing.core.watchdog import DEFAULT_POLICY
+from tracing.store.recorder import record_step
 
-# Evidence as tracing.watchdog writes it, the threshold that decided included.
+# Evidence as tracing.core.watchdog writes it, the threshold that decided included.
 REPETITION_EVIDENCE = {
     "detector": "repetition", "scores": {"similarity": 0.9, "repeats": 2, "novelty": 0.0, "obs_class": "empty"},
     "steps": [1, 4], "policy": "default", "policy_version": 1, "also": [],

@@ -12,7 +12,7 @@ from django.urls import reverse
 from runs.reviews.models import ForkOutcome, LabelState, ReviewItem, ReviewLabel
 from tests.htmx import hx, more_row_id
 from tests.runs.reviews.test_reviews_helpers import grant_reviewer, interrupted_run
-from tracing.models import Step
+from tracing.store.models import Step
 
 pytestmark = pytest.mark.django_db
 HX = {"HX-Request": "true"}

@@ -9,10 +9,10 @@ from django.urls import reverse
 
 from tests.htmx import hx
 from tests.projects import project_of
-from tracing.ingest.writes import COPY_MIN_ROWS, write_new_steps
-from tracing.models import ExternalRun, Step
-from tracing.recorder import record_step
-from tracing.steps import Step as StepRecord
+from tracing.core.steps import Step as StepRecord
+from tracing.store.ingest.writes import COPY_MIN_ROWS, write_new_steps
+from tracing.store.models import ExternalRun, Step
+from tracing.store.recorder import record_step
 
 pytestmark = pytest.mark.django_db
 

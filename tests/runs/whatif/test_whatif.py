@@ -13,8 +13,8 @@ from runs.whatif.services import whatif_create
 from runs.whatif.sweep_job import whatif_execute
 from tests.eval_data import eval_runs
 from tests.projects import project_of, team
-from tracing.steps import Step
-from tracing.watchdog import DEFAULT_POLICY, PolicyError
+from tracing.core.steps import Step
+from tracing.core.watchdog import DEFAULT_POLICY, PolicyError
 
 
 def _loop_run(n: int = 30) -> list[Step]:

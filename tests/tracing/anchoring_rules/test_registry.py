@@ -1,5 +1,5 @@
 """The rule registry: every pattern has a module, rules switch off by name,
-no function of tracing/anchoring is longer than a screen, and no private name
+no function of tracing/core/anchoring is longer than a screen, and no private name
 crosses a module boundary."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pathlib
 import pytest
 
 from tests.tracing.helpers import Run
-from tracing.anchoring import PATTERNS, anchor_report, registry
+from tracing.core.anchoring import PATTERNS, anchor_report, registry
 
-ROOT = pathlib.Path(__file__).resolve().parents[3] / "tracing" / "anchoring"
+ROOT = pathlib.Path(__file__).resolve().parents[3] / "tracing" / "core" / "anchoring"
 MAX_FUNCTION_LINES = 80
 
 

@@ -1,2 +1,0 @@
-"""The break patterns, one module each (the order the pass consults them is
-``tracing.anchoring.registry``)."""
