@@ -131,8 +131,9 @@ def bench_search() -> None:
     from django.test import Client
 
     from runs.core.models import Run
-    from runs.search.selectors import _FIRST_HITS_SQL, first_hits, query_tokens, runs_with_text
+    from runs.search.selectors import first_hits, query_tokens, runs_with_text
     from tracing.core.stepsearch import tsquery_literal
+    from tracing.store.step_queries import FIRST_HITS_SQL
 
     client = Client()
     client.force_login(User.objects.get(username="bench"))
@@ -170,7 +171,7 @@ def bench_search() -> None:
             print(f"\nEXPLAIN ANALYZE, run page of {q!r}:\n" + "\n".join(r[0] for r in cur.fetchall()))
         ids = [r.pk for r in qs]
         with connection.cursor() as cur:
-            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + _FIRST_HITS_SQL, [ids, tsquery_literal(toks)])
+            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + FIRST_HITS_SQL, [ids, tsquery_literal(toks)])
             print(f"\nEXPLAIN ANALYZE, first matching step of each run on the page ({q!r}):\n"
                   + "\n".join(r[0] for r in cur.fetchall()))
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from runs.breaks.selectors import demoted_patterns
 from runs.core.models import Run
+from runs.core.run_rows import summary_columns
 from runs.launch.run_analysis import attribution_column, default_policy, report_columns
 from runs.reviews.services import review_items_sync
 from tracing.core.analysis import analyse
@@ -149,7 +150,7 @@ def _new_run(traj: Trajectory, *, owner, project_id: int, source: str, run_key: 
         # When it became a finished run here (what-if snapshots by it).
         finished_at=timezone.now(),
         **report_columns(report),
-        **RunSummary.of(traj.steps).columns(),
+        **summary_columns(RunSummary.of(traj.steps)),
     )
 
 

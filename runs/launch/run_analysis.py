@@ -16,6 +16,7 @@ from django.db import connection, transaction
 
 from runs.breaks.selectors import demoted_patterns
 from runs.core.models import Policy, Run
+from runs.core.run_rows import summary_columns
 from runs.launch.selectors import run_history
 from tracing.core.analysis import analyse
 from tracing.core.anchoring import AnchorReport
@@ -123,7 +124,7 @@ def runs_analyse(run_ids: Sequence[int], *, recompute_signals: bool = False,
                          recompute_signals=recompute_signals, replay_policy=replay_policy,
                          demoted=demoted.get(run.project_id, frozenset()))
         if replay_policy is not None:
-            columns = RunSummary.of(records).columns()
+            columns = summary_columns(RunSummary.of(records))
             summary_rows.append((run.pk, columns["intervention_count"], columns["intervention_detectors"],
                                  columns["intervention_tiers"]))
         for record in records:

@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass
 
 from django.db.models import Exists, OuterRef, QuerySet
-from django.db.models.expressions import RawSQL
 
 from runs.core.models import Run
 from tracing.core.stepsearch import query_tokens, snippet, tsquery_literal
 from tracing.store.models import ExternalRun, Step
+from tracing.store.step_queries import first_matching_steps
 
 # A run id typed as "123" or "#123".
 _RUN_ID_RE = re.compile(r"#?(\d{1,18})")
@@ -59,23 +59,11 @@ def runs_with_text(qs: QuerySet[Run], tokens: list[str]) -> QuerySet[Run]:
     return qs.filter(Exists(Step.objects.filter(run_id=OuterRef("pk"), search__tsmatch=tsquery_literal(tokens))))
 
 
-# The first matching step of each run: a LATERAL per run walks that run's
-# steps in index order (the unique (run, index) index) and stops at the first
-# hit, so a 100,000-step run costs no more than its first match; a DISTINCT ON
-# over all matches sorted 90,000 rows for a page holding one such run.
-_FIRST_HITS_SQL = """
-SELECT s.id FROM unnest(%s::bigint[]) AS r(id)
-CROSS JOIN LATERAL (
-    SELECT id FROM tracing_step WHERE run_id = r.id AND search @@ %s::tsquery ORDER BY index LIMIT 1
-) s
-"""
-
-
 def first_hits(run_ids: list[int], tokens: list[str]) -> dict[int, StepHit]:
     """The first matching step of each run, one query for the page."""
     if not run_ids or not tokens:
         return {}
-    steps = Step.objects.filter(id__in=RawSQL(_FIRST_HITS_SQL, [run_ids, tsquery_literal(tokens)])).only(
+    steps = first_matching_steps(run_ids, tsquery_literal(tokens)).only(
         "run_id", "index", "kind", "text", "tool", "args")
     hits = {}
     for step in steps:

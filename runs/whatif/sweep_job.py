@@ -3,7 +3,6 @@ its snapshot, streamed out of Postgres, and store the figures."""
 
 from __future__ import annotations
 
-import json
 import time
 
 from django.db import connection, transaction
@@ -15,9 +14,8 @@ from runs.whatif.models import WhatIfJob
 from runs.whatif.selectors import snapshot_runs
 from runs.whatif.sweep import evaluate, group_steps
 from tracing.core.watchdog import Policy as WatchdogPolicy
+from tracing.store.step_queries import stream_steps
 
-# Rows fetched per round trip while streaming steps out of Postgres.
-FETCH_ROWS = 5000
 # Progress is written every this many runs (a write per run would cost more
 # than the replay of a short run).
 PROGRESS_EVERY = 250
@@ -47,7 +45,7 @@ def whatif_execute(job_id: int) -> WhatIfJob:
             # with a server-side cursor instead of loading every step at once.
             if not outer:
                 cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            rows = _stream_steps(list(goals))
+            rows = stream_steps(list(goals))
             outcomes = evaluate(group_steps(rows, goals), policies, labels, progress)
         result = [{"config": c, "value": (job.sweep_values[i] if job.sweep_values else None), **o.as_dict()}
                   for i, (c, o) in enumerate(zip(job.policies, outcomes, strict=True))]
@@ -72,28 +70,3 @@ def _goals(runs: QuerySet) -> dict[int, tuple[str, bool | None, dict | None]]:
         context_key=MD5(Cast("context", TextField()))).values_list("context_key", "context"))
     return {pk: (run_goal(prompt, settings), success, contexts.get(key) or None)
             for pk, prompt, settings, success, key in rows}
-
-
-def _stream_steps(run_ids: list[int]):
-    if not run_ids:
-        return
-    conn = connection.connection  # psycopg: a named cursor is server-side
-    with conn.cursor(name="whatif_steps") as cur:
-        cur.itersize = FETCH_ROWS
-        cur.execute(
-            "SELECT run_id, index, kind, role, text, tool, args, meta FROM tracing_step "
-            "WHERE run_id = ANY(%s) ORDER BY run_id, index",
-            [run_ids],
-        )
-        for run_id, index, kind, role, text, tool, args, meta in cur:
-            yield run_id, index, kind, role, text, tool, _json(args), _json(meta)
-
-
-def _json(value):
-    # Django registers a loader that leaves jsonb as text on its connection.
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value

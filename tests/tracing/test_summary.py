@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from runs.core.run_rows import summary_columns
 from tests.projects import project_of
 from tracing.core.steps import Step
 from tracing.core.summary import RunSummary
@@ -30,7 +31,7 @@ STEPS = [
 
 def test_the_summary_of_steps():
     summary = RunSummary.of(STEPS)
-    assert summary.columns() == {
+    assert summary_columns(summary) == {
         "step_count": 8, "prompt_tokens": 380, "completion_tokens": 20, "latency_ms": 50.0,
         "intervention_count": 3, "intervention_detectors": ["repetition", "watchdog"],
         "intervention_tiers": ["hint", "redirect", "stop"],
@@ -46,7 +47,7 @@ def test_summaries_add_up_step_by_step():
 
 
 def test_an_empty_summary_zeroes_every_column():
-    assert RunSummary().columns() == {name: ([] if name.startswith(("intervention_d", "intervention_t", "context",
+    assert summary_columns(RunSummary()) == {name: ([] if name.startswith(("intervention_d", "intervention_t", "context",
                                                                     "truncated")) else 0)
                                       for name in SUMMARY_COLUMNS}
 
@@ -64,7 +65,7 @@ def _api_steps():
 
 @pytest.fixture
 def expected():
-    return RunSummary.of(STEPS).columns()
+    return summary_columns(RunSummary.of(STEPS))
 
 
 @pytest.mark.django_db
@@ -111,6 +112,6 @@ def test_imported_runs_get_the_same_summary(user):
     result = import_lines([json.dumps(line)], project_id=project_of(user).pk, owner=user)
     assert result.ok, result.errors
     # The JSONL format carries no token counts: the rule is applied to what it carries.
-    expected = RunSummary.of(trajectory_from_dict(line).steps).columns()
+    expected = summary_columns(RunSummary.of(trajectory_from_dict(line).steps))
     assert expected["intervention_detectors"] == ["repetition", "watchdog"] and expected["truncated_steps"] == [2]
     assert _columns(Run.objects.get(pk=result.run_ids[0])) == expected

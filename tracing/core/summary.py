@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from tracing.core.steps import Step
 
@@ -78,22 +77,7 @@ class RunSummary:
             summary.add(step)
         return summary
 
-    def columns(self) -> dict[str, Any]:
-        """The run's summary columns holding exactly these steps (a new run, or a reset one)."""
-        return {
-            "step_count": self.steps,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "latency_ms": self.latency_ms,
-            "intervention_count": self.interventions,
-            "intervention_detectors": list(self.detectors),
-            "intervention_tiers": list(self.tiers),
-            "context_steps": list(self.context_steps),
-            "context_tokens": list(self.context_tokens),
-            "truncated_steps": list(self.truncated_steps),
-        }
-
     def delta(self) -> tuple:
-        """The values `tracing.store.recorder.SUMMARY_DELTA_SQL` adds to a run, in its column order."""
+        """The values the run sink adds to a run's summary, in its order (runs/core/run_rows.py)."""
         return (self.steps, self.prompt_tokens, self.completion_tokens, self.latency_ms, self.interventions,
                 self.detectors, self.tiers, self.context_steps, self.context_tokens, self.truncated_steps)

@@ -31,7 +31,8 @@ from tracing.core.formats.otlp_logs import decode_protobuf as decode_logs_protob
 from tracing.core.label_limits import LabelError, Labels, apply_patch
 from tracing.store.ingest import services
 from tracing.store.ingest.writes import token_create, token_revoke, token_user
-from tracing.store.models import ApiToken, get_run_model
+from tracing.store.models import ApiToken
+from tracing.store.run_sink import RunChange, run_sink
 from tracing.store.step_deletion import runs_delete
 
 # The OTLP default exporters send up to 512 spans a batch; 20 MiB leaves room
@@ -171,7 +172,7 @@ def run_show(request: HttpRequest, token: ApiToken, run_id: int) -> HttpResponse
     admin's token deletes it, recorded (tracing.store.step_deletion). Another project's is a 404."""
     if request.method == "DELETE":
         require_token_role(token, Role.ADMIN)
-    run = get_run_model().objects.filter(pk=run_id, project_id=token.project_id).select_related("project").first()
+    run = run_sink().model.objects.filter(pk=run_id, project_id=token.project_id).select_related("project").first()
     if run is None:
         raise ApiError(f"run {run_id} not found", 404)
     if request.method == "DELETE":
@@ -213,7 +214,7 @@ def run_labels(request: HttpRequest, token: ApiToken, run_id: int) -> HttpRespon
     body = _json_request(request)
     with transaction.atomic():
         # A write, as the steps API's: a run of the token's project and its member.
-        run = get_run_model().objects.select_for_update().filter(
+        run = run_sink().model.objects.select_for_update().filter(
             pk=run_id, project_id=token.project_id, owner=token.user_id).first()
         if run is None:
             raise ApiError(f"run {run_id} not found", 404)
@@ -221,8 +222,7 @@ def run_labels(request: HttpRequest, token: ApiToken, run_id: int) -> HttpRespon
             labels = apply_patch(Labels(tags=run.tags, metadata=run.metadata, session_id=run.session_id), body)
         except LabelError as exc:
             raise ApiError(str(exc)) from exc
-        run.tags, run.metadata, run.session_id = labels.tags, labels.metadata, labels.session_id
-        run.save(update_fields=["tags", "metadata", "session_id"])
+        run_sink().change(run, RunChange(labels=labels))
     return JsonResponse(_run_summary(run))
 
 

@@ -37,7 +37,8 @@ from tracing.core.detectors.observation import ANALYSIS_CHARS
 from tracing.core.normalize import content_tokens, features, stable_digest
 from tracing.core.steps import Step as StepRecord
 from tracing.core.watchdog import DEFAULT_POLICY, Policy, RunMemory, Watchdog
-from tracing.store.models import GuardMemo, GuardState, get_run_model
+from tracing.store.models import GuardMemo, GuardState
+from tracing.store.run_sink import STOPPED, RunEnd, run_sink
 
 NOT_GUARDED = 'the run is not guarded: create it with "guard": true (or "observe")'
 
@@ -219,12 +220,9 @@ def stop_reason(stop: dict[str, Any]) -> str:
 
 def guard_stop_end(*, run: Any, guard: GuardState, now: datetime, final_answer: str = "", why: str = "") -> None:
     """End a run sent a stop: `stopped` by the watchdog, the stop's text kept as its reason."""
-    fields = {"status": "stopped", "stopped_by": "watchdog", "success": None, "finished_at": now,
-              "reason": f"{stop_reason(guard.stop)}{why}: {guard.stop['text']}",
-              "final_answer": final_answer or run.final_answer or ""}
-    type(run).objects.filter(pk=run.pk).update(**fields)
-    for name, value in fields.items():
-        setattr(run, name, value)
+    run_sink().end(run, RunEnd(status=STOPPED, stopped_by="watchdog", success=None, finished_at=now,
+                               reason=f"{stop_reason(guard.stop)}{why}: {guard.stop['text']}",
+                               final_answer=final_answer or run.final_answer or ""))
 
 
 def guard_of(run: Any) -> GuardState | None:
@@ -240,13 +238,14 @@ def guard_stops_expire(*, older_than_s: float | None = None) -> list[int]:
     GUARD_STOP_TIMEOUT_S. Returns the runs ended (to be announced as ended)."""
     timeout = settings.GUARD_STOP_TIMEOUT_S if older_than_s is None else older_than_s
     cutoff = timezone.now() - timedelta(seconds=timeout)
-    Run = get_run_model()
-    candidates = list(GuardState.objects.filter(stop_sent_at__lt=cutoff, run__status__in=list(Run.LIVE_STATUSES))
+    sink = run_sink()
+    live = list(sink.live_statuses)
+    candidates = list(GuardState.objects.filter(stop_sent_at__lt=cutoff, run__status__in=live)
                       .values_list("run_id", flat=True))
     ended = []
     for run_id in candidates:
         with transaction.atomic():
-            run = Run.objects.select_for_update().filter(pk=run_id, status__in=list(Run.LIVE_STATUSES)).first()
+            run = sink.model.objects.select_for_update().filter(pk=run_id, status__in=live).first()
             guard = guard_of(run) if run is not None else None
             if guard is None or guard.stop_sent_at is None or guard.stop_sent_at >= cutoff:
                 continue  # ended or written meanwhile

@@ -3,7 +3,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.apps import apps
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -16,14 +15,10 @@ from tracing.core.packing import unpack
 from tracing.core.steps import ROLES, is_reply
 from tracing.core.steps import Step as StepRecord
 
-# The model that holds runs and their summary columns. tracing records into it
-# but never imports the app that defines it (DESIGN.md 3): like the user model,
-# it is named, and the app that owns it reacts to tracing.store.signals.
-RUN_MODEL = getattr(settings, "TRACING_RUN_MODEL", "runs.Run")
-
-
-def get_run_model() -> type[models.Model]:
-    return apps.get_model(RUN_MODEL)
+# The runs tracing records into: the owner's model, named as Django names a
+# model of another app (like the user model), never imported (DESIGN.md 3). What
+# tracing writes to those rows goes through tracing.store.run_sink.
+RUN_MODEL = "runs.Run"
 
 
 class StepManager(models.Manager):

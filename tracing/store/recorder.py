@@ -19,36 +19,12 @@ from tracing.core.steps import Step as StepRecord
 from tracing.core.steps import role_of
 from tracing.core.stepsearch import step_document
 from tracing.core.summary import RunSummary
-from tracing.store.models import get_run_model
+from tracing.store.run_sink import run_sink
 
-# One row per run: (run id, then RunSummary.delta()).
-_DELTA_ROW = ("(%s::bigint, %s::int, %s::bigint, %s::bigint, %s::float8, %s::int, %s::varchar[], %s::varchar[], "
-              "%s::int[], %s::int[], %s::int[])")
-
-# Adds summaries to their runs. Detectors and tiers are appended in order of
-# first appearance, each once; the context-pressure arrays are appended as is.
-_SUMMARY_DELTA_SQL = """
-UPDATE {table} r SET
-    step_count = r.step_count + v.steps,
-    prompt_tokens = r.prompt_tokens + v.prompt_tokens,
-    completion_tokens = r.completion_tokens + v.completion_tokens,
-    latency_ms = r.latency_ms + v.latency_ms,
-    intervention_count = r.intervention_count + v.interventions,
-    intervention_detectors = r.intervention_detectors || ARRAY(SELECT x FROM unnest(v.detectors)
-        WITH ORDINALITY AS t(x, o) WHERE NOT x = ANY(r.intervention_detectors) ORDER BY o)::varchar(40)[],
-    intervention_tiers = r.intervention_tiers || ARRAY(SELECT x FROM unnest(v.tiers)
-        WITH ORDINALITY AS t(x, o) WHERE NOT x = ANY(r.intervention_tiers) ORDER BY o)::varchar(10)[],
-    context_steps = r.context_steps || v.context_steps,
-    context_tokens = r.context_tokens || v.context_tokens,
-    truncated_steps = r.truncated_steps || v.truncated_steps
-FROM (VALUES {rows}) AS v(id, steps, prompt_tokens, completion_tokens, latency_ms, interventions, detectors, tiers,
-                          context_steps, context_tokens, truncated_steps)
-WHERE r.id = v.id"""
-
-# One step: the insert and what it adds to its run's summary (its RunSummary),
-# applied only when the step was inserted (not on a re-delivery). Scalars, not
-# arrays: a step adds at most one detector, tier, context turn and truncation,
-# and this statement runs once per step (bench/recording.py).
+# One step: the insert and what it adds to its run's summary (its RunSummary,
+# the UPDATE of the run sink: runs/core/run_rows.py), applied only when the step
+# was inserted (not on a re-delivery). This statement runs once per step
+# (bench/recording.py).
 #
 # A step is a trace record, not a payment: its commit need not wait for the
 # WAL flush (that wait was most of a step's cost, p95 9 ms -> see
@@ -70,26 +46,10 @@ ins AS (
     ON CONFLICT (run_id, index) DO NOTHING
     RETURNING 1
 )
-UPDATE {table} SET
-    step_count = step_count + 1,
-    prompt_tokens = prompt_tokens + %(prompt)s,
-    completion_tokens = completion_tokens + %(completion)s,
-    latency_ms = latency_ms + %(latency)s,
-    intervention_count = intervention_count + %(interventions)s,
-    intervention_detectors = CASE WHEN %(detector)s::varchar IS NOT NULL
-        AND NOT (%(detector)s::varchar = ANY(intervention_detectors))
-        THEN array_append(intervention_detectors, %(detector)s::varchar) ELSE intervention_detectors END,
-    intervention_tiers = CASE WHEN %(tier)s::varchar IS NOT NULL AND NOT (%(tier)s::varchar = ANY(intervention_tiers))
-        THEN array_append(intervention_tiers, %(tier)s::varchar) ELSE intervention_tiers END,
-    context_steps = CASE WHEN %(context_tokens)s::integer IS NOT NULL
-        THEN array_append(context_steps, %(index)s::integer) ELSE context_steps END,
-    context_tokens = CASE WHEN %(context_tokens)s::integer IS NOT NULL
-        THEN array_append(context_tokens, %(context_tokens)s::integer) ELSE context_tokens END,
-    truncated_steps = CASE WHEN %(truncated)s THEN array_append(truncated_steps, %(index)s::integer)
-        ELSE truncated_steps END
-FROM cfg
-WHERE id = %(run)s AND EXISTS (SELECT 1 FROM ins)
+{summary}
 """
+# The recorder's end of the summary UPDATE the run sink writes.
+_RECORD_TAIL = "FROM cfg WHERE id = %(run)s AND EXISTS (SELECT 1 FROM ins)"
 
 # Postgres text cannot hold NUL; tool output sometimes does.
 _NUL = "\x00"
@@ -117,19 +77,13 @@ def clean_value(value):
 
 @cache
 def _record_sql() -> str:
-    return _RECORD_SQL.format(table=connection.ops.quote_name(get_run_model()._meta.db_table))
+    return _RECORD_SQL.format(summary=run_sink().summary_sql(_RECORD_TAIL))
 
 
 def add_to_summaries(deltas: Sequence[tuple[int, RunSummary]]) -> None:
     """Add each batch's summary to its run's columns, all runs in one statement
     (bulk writers: COPY has no RETURNING to do it per step)."""
-    deltas = [(run_id, d) for run_id, d in deltas if d.steps]
-    if not deltas:
-        return
-    table = connection.ops.quote_name(get_run_model()._meta.db_table)
-    sql = _SUMMARY_DELTA_SQL.format(table=table, rows=", ".join([_DELTA_ROW] * len(deltas)))
-    with connection.cursor() as cur:
-        cur.execute(sql, [v for run_id, d in deltas for v in (run_id, *d.delta())])
+    run_sink().add_to_summaries(deltas)
 
 
 def record_step(run_id: int, step: StepRecord) -> None:

@@ -22,7 +22,8 @@ from datetime import timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
-from tracing.store.models import DeletionRecord, ModelCall, Retention, get_run_model
+from tracing.store.models import DeletionRecord, ModelCall, Retention
+from tracing.store.run_sink import run_sink
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def _steps_delete(run_ids: Sequence[int]) -> int:
 def runs_delete(*, run_ids: Sequence[int], user, project, what: str = DeletionRecord.What.RUN,
                 target: str = "") -> DeletionRecord:
     """Delete these runs (of `project`) and all recorded of them; the record says who and how many rows."""
-    Run = get_run_model()
+    Run = run_sink().model
     run_ids = list(Run.objects.filter(pk__in=list(run_ids), project=project).values_list("pk", flat=True))
     # Forks cascade with their parent: their steps go in batches too.
     forks = run_ids
@@ -106,7 +107,7 @@ def runs_delete(*, run_ids: Sequence[int], user, project, what: str = DeletionRe
 def retention_sweep(*, now=None) -> list[DeletionRecord]:
     """Every project with a retention: its runs created before `keep_days` ago, RETENTION_RUN_BATCH at a time."""
     now = now or timezone.now()
-    Run = get_run_model()
+    Run = run_sink().model
     records = []
     for retention in Retention.objects.select_related("project"):
         cutoff = now - timedelta(days=retention.keep_days)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from celery import current_app
@@ -62,8 +62,9 @@ from tracing.store.ingest.writes import (
     stored_span_ids,
     write_new_steps,
 )
-from tracing.store.models import ExternalRun, IngestedSpan, PendingEvent, Step, get_run_model
+from tracing.store.models import ExternalRun, IngestedSpan, PendingEvent, Step
 from tracing.store.recorder import add_to_summaries, clean_text, clean_value
+from tracing.store.run_sink import ERROR, FINISHED, NewRun, RunChange, RunEnd, run_sink
 from tracing.store.signals import send_run_ended
 
 # Spans kept per trace. A trace past this is a runaway exporter, not an agent
@@ -72,9 +73,6 @@ MAX_SPANS_PER_TRACE = 100_000
 UNKNOWN_MODEL = "unknown"
 ANALYSE_TASK = "tracing.store.tasks.analyse_ingested"
 logger = logging.getLogger(__name__)
-# What a run from outside does not tell us: unknown, shown as "—", never the
-# defaults of a run agentlab launches.
-UNKNOWN_SETTINGS = {"temperature": None, "max_steps": None, "max_tokens": None}
 
 
 def _ns_to_datetime(ns: int) -> datetime | None:
@@ -95,7 +93,7 @@ def runs_ended(run_ids: Iterable[int]) -> None:
 
 @dataclass
 class RunResult:
-    run: models.Model  # tracing.store.models.get_run_model()
+    run: models.Model  # a row of tracing.store.run_sink.run_sink().model
     created: bool
     written: int = 0
     duplicates: int = 0
@@ -117,23 +115,17 @@ class RunResult:
         return out
 
 
-def _finish_fields(finish: Finish, now: datetime) -> dict:
-    return {"status": finish.status, "final_answer": finish.final_answer, "reason": finish.reason,
-            "success": finish.success, "finished_at": now}
+def _end(finish: Finish, now: datetime) -> RunEnd:
+    return RunEnd(status=finish.status, final_answer=finish.final_answer, reason=finish.reason,
+                  success=finish.success, finished_at=now)
 
 
 def _new_api_run(owner, project_id: int, req: RunRequest, now: datetime) -> models.Model:
-    Run = get_run_model()
-    run = Run(
-        owner=owner, project_id=project_id, prompt=req.prompt, provider=Run.Provider.IMPORT, source="api",
-        model_name=(req.model or UNKNOWN_MODEL)[:120], settings=req.settings, context=req.context,
-        status=Run.Status.RUNNING, started_at=now, **UNKNOWN_SETTINGS, **RunSummary.of(req.steps).columns(),
-        tags=req.labels.tags, metadata=req.labels.metadata, session_id=req.labels.session_id,
-    )
-    if req.finish is not None:
-        for name, value in _finish_fields(req.finish, now).items():
-            setattr(run, name, value)
-    return run
+    return run_sink().new_run(NewRun(
+        owner=owner, project_id=project_id, source="api", prompt=req.prompt, model_name=req.model or UNKNOWN_MODEL,
+        started_at=now, settings=req.settings, context=req.context, labels=req.labels,
+        summary=RunSummary.of(req.steps), end=_end(req.finish, now) if req.finish is not None else None,
+    ))
 
 
 def _create_api_runs(owner, project_id: int, fresh: Sequence[tuple[RunRequest, models.Model]]) -> None:
@@ -180,7 +172,7 @@ def runs_ingest(*, owner, project_id: int, requests: Sequence[RunRequest]) -> li
                 ended.append(run.pk)
         for pos, req in enumerate(requests):
             if pos not in fresh:
-                run = get_run_model().objects.select_for_update().get(pk=known[req.external_id].run_id)
+                run = run_sink().model.objects.select_for_update().get(pk=known[req.external_id].run_id)
                 appended = _append_locked(run, req.steps) if req.steps else Appended(0, 0)
                 if req.finish is not None and _finish_locked(run, req.finish, now) and req.analyse:
                     ended.append(run.pk)
@@ -191,7 +183,7 @@ def runs_ingest(*, owner, project_id: int, requests: Sequence[RunRequest]) -> li
 
 def _owned_api_run(owner, project_id: int, run_id: int) -> models.Model:
     # The guard's state comes with the locked row (tracing.store.guard): one round trip, not two.
-    run = (get_run_model().objects.select_for_update(of=("self",)).select_related("guard")
+    run = (run_sink().model.objects.select_for_update(of=("self",)).select_related("guard")
            .filter(pk=run_id, owner=owner, project_id=project_id).first())
     if run is None:
         # Another user's (or project's) run looks exactly like a missing one.
@@ -256,10 +248,7 @@ def _finish_locked(run: models.Model, finish: Finish, now: datetime) -> bool:
             outcome = {True: "success", False: "failure", None: "no outcome"}[run.success]
             raise ApiError(f"run {run.pk} has already ended: {run.status}, {outcome}", 409)
         return False
-    fields = _finish_fields(finish, now)
-    type(run).objects.filter(pk=run.pk).update(**fields)
-    for name, value in fields.items():
-        setattr(run, name, value)
+    run_sink().end(run, _end(finish, now))
     return True
 
 
@@ -311,15 +300,13 @@ def _new_otlp_run(owner, project_id: int, trace_id: str, spans: Sequence[Span]) 
         if getattr(info, key):
             settings[key] = getattr(info, key)
     labels = labels_from_attributes(span_label_sources(spans))
-    Run = get_run_model()
     # Span text may hold a NUL (protobuf strings may), which Postgres text refuses.
-    return Run(
-        owner=owner, project_id=project_id, prompt=clean_text(info.prompt), provider=Run.Provider.IMPORT,
-        source="otlp", model_name=clean_text(info.model or UNKNOWN_MODEL)[:120], settings=settings,
-        status=Run.Status.RUNNING, context={"system": info.system} if info.system else {},
-        started_at=_ns_to_datetime(info.started_ns) or timezone.now(), **UNKNOWN_SETTINGS,
-        tags=labels.tags, metadata=labels.metadata, session_id=labels.session_id,
-    )
+    return run_sink().new_run(NewRun(
+        owner=owner, project_id=project_id, source="otlp", prompt=clean_text(info.prompt),
+        model_name=clean_text(info.model or UNKNOWN_MODEL), settings=settings,
+        context={"system": info.system} if info.system else {},
+        started_at=_ns_to_datetime(info.started_ns) or timezone.now(), labels=labels,
+    ))
 
 
 def _by_trace(spans: Sequence[Span], result: OtlpResult) -> dict[str, dict[str, Span]]:
@@ -591,9 +578,9 @@ def _events_joined(ext: ExternalRun, ended: list[int]) -> None:
     run = type(ext.run).objects.only("status", "finished_at", "reason").get(pk=ext.run_id)
     # The reason stays, unless it was the missing answer the messages now give.
     reason = "" if run.reason == NO_FINAL_REASON else run.reason
-    row = _finish_row(ext.run_id, state, run.finished_at or timezone.now(), reason)
+    run_id, end = _finish_row(ext.run_id, state, run.finished_at or timezone.now(), reason)
     # How the run ended stays as it was (the spans did not change, only their messages).
-    finish_runs([(row[0], run.status, *row[2:])], live_only=False)
+    finish_runs([(run_id, replace(end, status=run.status))], live_only=False)
     ended.append(ext.run_id)
 
 
@@ -617,25 +604,24 @@ def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_fi
     """Late run fields (model, prompt, agent, system prompt) now; the finish, if
     this batch ended the trace, as a row for finish_runs."""
     run = ext.run
-    Run = type(run)
-    fields: dict = {}
+    change = RunChange()
     if ext.span_count:  # a new run already has what describe() found
         info = describe(new)
         if run.model_name == UNKNOWN_MODEL and info.model:
-            fields["model_name"] = clean_text(info.model)[:120]
+            change.model_name = info.model
         # The root agent span, which ends last, names the task better than a
         # model call's prompt taken from an earlier batch.
         prompt = clean_text(info.prompt)
         if prompt and (not run.prompt or (info.prompt_from_root and prompt != run.prompt)):
-            fields["prompt"] = prompt
+            change.prompt = prompt
         # agent.name may first appear in any batch (the agent span ends last):
         # until then the run is named after the service or a span.
         settings = dict(run.settings or {})
         if info.agent_named and settings.get("agent") != info.agent:
             settings["agent"] = info.agent
-            fields["settings"] = clean_value(settings)
+            change.settings = settings
         if info.system and not (run.context or {}).get("system"):
-            fields["context"] = clean_value({**(run.context or {}), "system": info.system})
+            change.context = {**(run.context or {}), "system": info.system}
         # Tags, metadata or a session on spans of a later batch (the agent span,
         # which ends last, often carries them) join the run's.
         new_labels = labels_from_attributes(span_label_sources(new))
@@ -643,15 +629,14 @@ def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_fi
             had = Labels(tags=list(run.tags or []), metadata=dict(run.metadata or {}), session_id=run.session_id or "")
             merged = labels_merged(had, new_labels)
             if merged != had:
-                fields.update(tags=merged.tags, metadata=merged.metadata, session_id=merged.session_id)
-    if fields:
-        Run.objects.filter(pk=run.pk).update(**fields)
+                change.labels = merged
+    run_sink().change(run, change)
     if state.finished and not was_finished:
         ended.append(run.pk)
         roots = [s for s in new if not s.parent_id]
         finished_at = _ns_to_datetime(max((s.end_ns for s in roots), default=0)) or timezone.now()
         return _finish_row(run.pk, state, finished_at, "")
-    if state.finished and run.status not in Run.LIVE_STATUSES:
+    if state.finished and run.status not in run_sink().live_statuses:
         ended.append(run.pk)  # a late span changed a finished run's steps
     return None
 
@@ -659,16 +644,16 @@ def _update_run(ext: ExternalRun, new: Sequence[Span], state: TraceState, was_fi
 NO_FINAL_REASON = "the trace ended without a final answer"
 
 
-def _finish_row(run_id: int, state: TraceState, finished_at: datetime, reason: str) -> tuple:
+def _finish_row(run_id: int, state: TraceState, finished_at: datetime, reason: str) -> tuple[int, RunEnd]:
     """A finish_runs row. How a trace ended is known ("error" or not); whether
     its answer was right is not, unless the trace says (``agentlab.success``):
     a final answer is not a correct one, so ``success`` stays null, as for a
     client's run that does not set it."""
-    Run = get_run_model()
-    if state.outcome == Run.Status.ERROR:
-        return (run_id, Run.Status.ERROR, state.final_answer, finished_at, state.success, reason)
-    return (run_id, Run.Status.FINISHED, state.final_answer, finished_at, state.success,
-            reason or ("" if state.final else NO_FINAL_REASON))
+    if state.outcome == ERROR:
+        return run_id, RunEnd(status=ERROR, final_answer=state.final_answer, finished_at=finished_at,
+                              success=state.success, reason=reason)
+    return run_id, RunEnd(status=FINISHED, final_answer=state.final_answer, finished_at=finished_at,
+                          success=state.success, reason=reason or ("" if state.final else NO_FINAL_REASON))
 
 
 def runs_ended_later(run_ids: Sequence[int]) -> None:
@@ -699,9 +684,9 @@ def traces_close_stale(*, older_than_s: float | None = None, analyse: bool = Tru
     with the reason stated. Returns the runs ended."""
     timeout = django_settings.INGEST_TRACE_TIMEOUT_S if older_than_s is None else older_than_s
     cutoff = time.time() - timeout
-    Run = get_run_model()
+    live = list(run_sink().live_statuses)
     candidates = list(
-        ExternalRun.objects.filter(source=ExternalRun.Source.OTLP, run__status__in=list(Run.LIVE_STATUSES))
+        ExternalRun.objects.filter(source=ExternalRun.Source.OTLP, run__status__in=live)
         .values_list("pk", "state")
     )
     stale = [pk for pk, state in candidates if float((state or {}).get("seen_at") or 0) < cutoff]
@@ -711,7 +696,7 @@ def traces_close_stale(*, older_than_s: float | None = None, analyse: bool = Tru
     for pk in stale:
         with transaction.atomic():
             ext = (ExternalRun.objects.select_for_update(of=("self",)).select_related("run")
-                   .filter(pk=pk, run__status__in=list(Run.LIVE_STATUSES)).first())
+                   .filter(pk=pk, run__status__in=live).first())
             if ext is None:
                 continue
             state = TraceState.from_dict(ext.state)

@@ -27,8 +27,9 @@ from tracing.core.steps import Step as StepRecord
 from tracing.core.steps import role_of
 from tracing.core.stepsearch import step_document
 from tracing.core.summary import RunSummary
-from tracing.store.models import ApiToken, ExternalRun, IngestedSpan, ModelCall, Step, get_run_model
+from tracing.store.models import ApiToken, ExternalRun, IngestedSpan, ModelCall, Step
 from tracing.store.recorder import add_to_summaries, clean_json, clean_text
+from tracing.store.run_sink import RunEnd, run_sink
 
 # Below this many rows a multi-row INSERT is cheaper than opening a COPY; a
 # live agent appends one step at a time, a bulk client hundreds.
@@ -196,7 +197,7 @@ def reset_steps(run_id: int) -> None:
     """Remove a run's steps and model calls and zero its summary (an OTLP trace re-derived in order)."""
     Step.objects.filter(run_id=run_id).delete()
     ModelCall.objects.filter(run_id=run_id).delete()
-    get_run_model().objects.filter(pk=run_id).update(**RunSummary().columns())
+    run_sink().reset_summary(run_id)
 
 
 def _column_getter(f):
@@ -295,23 +296,10 @@ def save_states(rows: Sequence[tuple[int, dict, int]]) -> None:
         )
 
 
-def finish_runs(rows: Sequence[tuple[int, str, str, datetime, bool | None, str]], *, live_only: bool = True) -> None:
-    """(run id, status, final answer, finished at, success, reason) for runs still live (or, not
-    ``live_only``, for ended runs whose steps were derived again), in one statement."""
-    if not rows:
-        return
-    run_model = get_run_model()
-    table = connection.ops.quote_name(run_model._meta.db_table)
-    values = ", ".join(["(%s::bigint, %s::varchar, %s::text, %s::timestamptz, %s::boolean, %s::text)"] * len(rows))
-    with connection.cursor() as cur:
-        cur.execute(
-            f"UPDATE {table} r SET status = v.status, final_answer = v.answer, finished_at = v.at, "
-            "success = v.success, reason = v.reason "
-            f"FROM (VALUES {values}) AS v(id, status, answer, at, success, reason) "
-            "WHERE r.id = v.id AND (r.status = ANY(%s) OR NOT %s)",
-            [*(v for row in rows for v in (row[0], row[1], clean_text(row[2]), row[3], row[4], clean_text(row[5]))),
-             [str(s) for s in run_model.LIVE_STATUSES], live_only],
-        )
+def finish_runs(ends: Sequence[tuple[int, RunEnd]], *, live_only: bool = True) -> None:
+    """(run id, how it ended) for runs still live (or, not ``live_only``, for
+    ended runs whose steps were derived again), in one statement (the run sink's)."""
+    run_sink().end_live(ends, live_only=live_only)
 
 
 def promote_finals(rows: Sequence[tuple[int, Sequence[int]]]) -> None:
