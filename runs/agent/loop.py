@@ -27,7 +27,7 @@ import openai
 from runs.agent.injection import write_request
 from runs.agent.tools import RunAborted, Tool, ToolRegistry, ToolResult
 from tracing.core.model_calls import ModelCallRecord, prompt_segments
-from tracing.core.steps import Intervention, Step
+from tracing.core.steps import Intervention, Step, recorded_status
 
 # What enters the model context per observation; the full text stays in the step.
 MAX_OBSERVATION_CHARS = 2000
@@ -493,7 +493,7 @@ class _Run:
     def observation_context(self, step: Step) -> str:
         if step.index not in self.context_text:
             # History from an earlier process: re-derive what the model was shown.
-            result = ToolResult(step.text, step.meta.get("status", "ok"))
+            result = ToolResult(step.text, recorded_status(step.meta) or "ok")
             self.context_text[step.index] = self.prepare(step.tool or "", result)[0]
         return self.context_text[step.index]
 

@@ -16,6 +16,7 @@ from runs.evaluations.models import Evaluation, EvaluationRun
 from runs.launch.run_analysis import update_from_values
 from runs.launch.services import RunSpec, run_build, run_enqueue
 from tracing.core.coverage import answer_coverage
+from tracing.core.steps import FAILED_STATUSES, recorded_status
 from tracing.store.models import Step
 
 # Tool results that say the action itself was wrong, not the world: the loop's
@@ -130,7 +131,7 @@ def measure(steps: Sequence[Step], final_answer: str) -> dict:
         elif step.kind == "observation":
             if (step.text or "").startswith(INVALID_RESULT_PREFIX):
                 invalid += 1
-            elif meta.get("status") in ("error", "timeout"):
+            elif recorded_status(meta) in FAILED_STATUSES:
                 tool_errors += 1
             observations.append(step.text)
     return {"actions": actions, "invalid_actions": invalid, "tool_errors": tool_errors,

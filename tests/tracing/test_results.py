@@ -16,6 +16,7 @@ from tracing.core.results import (
     read_result,
     strip_notices,
 )
+from tracing.core.steps import recorded_status
 
 
 @pytest.mark.parametrize(
@@ -170,3 +171,11 @@ def test_an_error_named_in_the_first_words_is_an_error():
     assert read_result('Parameter type error: "category", expected one of [habits, habitat]').status == "error"
     assert read_result("Validation error - the date is in the past").status == "error"
     assert read_result("No error: the file was saved").status == "ok"
+
+
+def test_a_recorded_status_is_one_of_the_statuses_or_none():
+    assert [recorded_status(m) for m in ({"status": "timeout"}, {"status": "ok"}, {}, None)] == ["timeout", "ok",
+                                                                                               None, None]
+    # Not a status (a framework's own word, not a string): not recorded, so the text is read instead.
+    assert recorded_status({"status": "done"}) is None and recorded_status({"status": 500}) is None
+    assert read_result("Timed out", {"status": "done"}).status == read_result("Timed out").status

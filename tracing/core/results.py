@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracing.core import shown_json
-from tracing.core.steps import STATUSES
+from tracing.core.steps import recorded_status
 
 # JSON or Python literals longer than this are not parsed: a 10 MB result is
 # data (nobody returns 10 MB of error), and the cost per step must stay bounded.
@@ -360,8 +360,7 @@ def read_result(
     success from an empty search."""
     text = text if isinstance(text, str) else ("" if text is None else str(text))
     text = strip_notices(text)
-    given = (meta or {}).get("status")
-    given = given if isinstance(given, str) and given in STATUSES else None
+    given = recorded_status(meta)
     stripped = text.strip()
     if given is None and _NOTHING_RE.match(stripped[:20]) and is_silent_write(tool, action_args):
         return Reading(status="ok", form="empty", why="silent success of a write", silent=True)

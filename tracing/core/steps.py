@@ -20,6 +20,8 @@ KINDS = ("thought", "action", "observation", "final", "intervention", "error")
 # Observation statuses (DESIGN.md, observation governance). A timeout is a
 # failed call, never "not found".
 STATUSES = ("ok", "empty", "error", "timeout")
+# The statuses of a call that failed.
+FAILED_STATUSES = ("error", "timeout")
 
 TIERS = ("hint", "redirect", "stop")
 
@@ -244,3 +246,10 @@ def read_jsonl(path: str | Path) -> Iterator[Trajectory]:
                 yield trajectory_from_dict(data)
             except TrajectoryError as exc:
                 raise TrajectoryError(f"line {lineno}: {exc}") from exc
+
+
+def recorded_status(meta: dict[str, Any] | None) -> str | None:
+    """The status the recorder gave an observation (``meta["status"]``, one of
+    STATUSES); None when it gave none, or one that is not a status."""
+    status = (meta or {}).get("status")
+    return status if isinstance(status, str) and status in STATUSES else None

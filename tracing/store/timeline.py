@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models.fields.json import KT
 
 from tracing.core.formats.otlp import Span, classify
+from tracing.core.steps import FAILED_STATUSES
 from tracing.core.waterfall import Call, SpanRow
 from tracing.store.models import IngestedSpan, Step
 
@@ -78,7 +79,7 @@ def run_calls(run: models.Model) -> tuple[list[Call], str]:
     for index, kind, tool, latency, created, status, prompt, completion in steps:
         if kind == "observation":
             calls.append(Call(index, "tool", tool or "tool", latency, _start(created, latency) if timed else None,
-                              error=status in ("error", "timeout")))
+                              error=status in FAILED_STATUSES))
         elif latency or prompt or completion:  # a model turn's cost is on its first step only
             calls.append(Call(index, "model", "model", latency, _start(created, latency) if timed else None,
                               error=kind == "error"))
