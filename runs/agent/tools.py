@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from tracing.core.normalize import search_tokens
+from tracing.core.tokenizer import plain_sentences
 
 # Results per search: enough that the right document is found next to a trap
 # (same-name company, adjusted figure) without flooding the context.
@@ -209,9 +210,6 @@ class SearchTool:
 
 # --- lookup ------------------------------------------------------------------
 
-_SENTENCE_RE = re.compile(r"[^.!?。！？]+(?:[.!?。！？]+|$)")
-
-
 class LookupTool:
     """Sentences that mention a term, in the documents of the last search.
 
@@ -239,7 +237,7 @@ class LookupTool:
         needle = term.lower()
         for doc in docs:
             flat = " ".join(doc.body.split())
-            hits = [s.strip() for s in _SENTENCE_RE.findall(flat) if needle in s.lower()]
+            hits = [s.strip() for s in plain_sentences(flat) if needle in s.lower()]
             if hits:
                 text = f"(doc:{doc.slug}) " + " ".join(hits[:LOOKUP_MAX_SENTENCES])
                 return ToolResult(text, "ok", {"term": term, "docs": [doc.slug]})

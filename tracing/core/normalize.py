@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sys
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
+
+from tracing.core.tokenizer import CJK_CHAR_RE, WORD_RE
 
 # Longer arguments are truncated before tokenising: a 100 KB blob pasted into a
 # query is junk anyway, and the watchdog's per-step cost must stay bounded.
@@ -43,16 +44,14 @@ EN_STOP_WORDS = frozenset(_EN_STOP_TEXT.split())
 ZH_STOP_CHARS = frozenset("的了是在和与及或吗呢吧啊呀么之而也都就还又把被给对从向于着过个这那")
 ZH_STOP_WORDS = frozenset(["什么", "怎么", "哪些", "哪个", "一个", "我们", "你们", "他们", "请问", "关于"])
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # One token longer than this is cut: a base64 blob or a URL is one "word" that
 # would otherwise dominate memory while meaning no more than its prefix.
 MAX_TOKEN_CHARS = 64
 
-# A CJK run, or a run of letters/digits (``[^\W_]`` = word chars minus underscore,
-# so snake_case splits and punctuation of every script is dropped).
-_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
-_CJK_CHAR_RE = re.compile(f"[{_CJK}]")
-_CJK_ANY_RE = _CJK_CHAR_RE
+# A CJK run, or a run of letters/digits (tracing.core.tokenizer.WORD_RE).
+_TOKEN_RE = WORD_RE
+_CJK_CHAR_RE = CJK_CHAR_RE
+_CJK_ANY_RE = CJK_CHAR_RE
 
 
 def _flatten(value: Any, out: list[str], depth: int = 0) -> None:

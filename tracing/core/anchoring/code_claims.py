@@ -21,8 +21,8 @@ from tracing.core.anchoring.phrases import (
     NEGATED_RE,
     PLAN_RE,
 )
-from tracing.core.anchoring.salience import split_sentences
 from tracing.core.steps import Step, is_reply
+from tracing.core.tokenizer import split_sentences
 
 # "I get a list of earnings", "I got 3 rows": the agent reading out a result.
 GOT_RE = re.compile(

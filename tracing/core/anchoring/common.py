@@ -12,11 +12,12 @@ from typing import Any
 
 from tracing.core.anchoring.evidence import Evidence, dates_in, defined_names
 from tracing.core.anchoring.phrases import FAILURE_RE, HEDGE_RE, PLAN_RE
-from tracing.core.anchoring.salience import Salient, normalize_number, split_sentences
+from tracing.core.anchoring.salience import Salient, normalize_number
 from tracing.core.anchoring.strength import STRONG
 from tracing.core.normalize import tokens
 from tracing.core.results import Reading, read_result
 from tracing.core.steps import Step, is_reply
+from tracing.core.tokenizer import split_sentences
 
 # Numbers up to this are counts, ordinals and list positions ("the 3 results",
 # "step 2"), derivable by counting what was seen: not claims on their own.

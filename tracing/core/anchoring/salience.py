@@ -11,10 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from tracing.core.normalize import EN_STOP_WORDS, ZH_STOP_WORDS, split_cjk
-
-# Text beyond this is not scanned: a 1 MB observation is page dump, and what an
-# agent can take up from it sits in the part its context window saw anyway.
-MAX_SCAN_CHARS = 20_000
+from tracing.core.tokenizer import MAX_SCAN_CHARS, SENTENCE_END_RE, VALUE_WORD_RE
 
 # A number with more digits than this next to a word is a value ("born 1977"),
 # not part of a name ("drawer 3", "Apollo 11").
@@ -58,16 +55,13 @@ ZH_COMMON = frozenset([
     "任务", "首先", "其次", "最后", "我们", "他们", "你们", "成功", "失败", "出生",
 ])
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-# One pass: a CJK run, or an alphanumeric word possibly with inner , . ' - that
-# keep numbers ("1,800", "2.5") and names ("O'Brien", "Jean-Luc") whole.
-_TOKEN_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[.,'’\-][^\W_{_CJK}]+)*)")
+# One pass: a CJK run, or a word keeping numbers and names whole (tracing.core.tokenizer).
+_TOKEN_RE = VALUE_WORD_RE
 _NUMBER_RE = re.compile(r"^\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|s)?$")
 _DIGIT_RE = re.compile(r"\d")
 _INNER_PUNCT_RE = re.compile(r"[.,'’\-]")
 _RANGE_RE = re.compile(r"^\d+(?:-\d+)+$")
-_SENTENCE_END = re.compile(r"[.!?。！？;；:\n]")
-_CJK_CHAR = re.compile(rf"[{_CJK}]")
+_SENTENCE_END = SENTENCE_END_RE
 
 
 _SNAKE_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
@@ -350,22 +344,3 @@ def _opener(words: list[str], lowered: tuple[str, ...], lone_start: bool) -> boo
         or "'" in lowered[0]
         or _CAMEL_RE.match(words[0]) is not None
     )
-
-
-def is_cjk(text: str) -> bool:
-    return bool(_CJK_CHAR.search(text))
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences/clauses of a thought. Decimal points and initials do not split."""
-    text = text[:MAX_SCAN_CHARS]
-    # After a number, a period ends the sentence only before a capital ("at
-    # $219.88. Your …"), not in "in 1. the first …" or a list of "1. 2. 3.".
-    parts = re.split(
-        r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bMr\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bNo\.)"
-        r"(?:(?<!\d\.)\s+|\s+(?=[A-Z“\"(]))"
-        r"|(?<=[.!?][”\"’)])\s+(?=[A-Z“\"(])"
-        r"|[。！？；;\n]+",
-        text,
-    )
-    return [p.strip() for p in parts if p and p.strip()]

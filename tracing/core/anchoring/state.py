@@ -28,10 +28,11 @@ from tracing.core.anchoring.evidence import Evidence
 from tracing.core.anchoring.phrases import ACK_FAILURE_RE, COMPLETION_RE, FLAG_RE, LOOKUP_PLAN_RE, NEGATED_RE, verb_stem
 from tracing.core.anchoring.records import RecordIndex
 from tracing.core.anchoring.rules.unobserved_argument import ArgumentCheck
-from tracing.core.anchoring.salience import Salient, extract, split_sentences
+from tracing.core.anchoring.salience import Salient, extract
 from tracing.core.normalize import EN_STOP_WORDS, action_key, call_signature, jaccard, tokens
 from tracing.core.results import Reading, is_command, is_read_call, read_result
 from tracing.core.steps import REPLY_TOOLS, Step, context_text, is_reply
+from tracing.core.tokenizer import split_sentences
 
 # Two actions of the same tool are "the same request" from this Jaccard on
 # normalised arguments (word order, case and stop words already ignored).

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 from tracing.core.anchoring.common import Break, quote, shown
 from tracing.core.anchoring.phrases import ATTRIBUTION_RE
-from tracing.core.anchoring.salience import FILLER_WORDS, extract, is_cjk, split_sentences
+from tracing.core.anchoring.salience import FILLER_WORDS, extract
 from tracing.core.normalize import EN_STOP_WORDS, tokens
 from tracing.core.steps import Step
+from tracing.core.tokenizer import is_cjk, split_sentences
 
 if TYPE_CHECKING:
     from tracing.core.anchoring.state import RunState

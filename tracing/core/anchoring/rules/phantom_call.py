@@ -43,8 +43,9 @@ from tracing.core.anchoring.phrases import (
     PLAN_RE,
     verb_stem,
 )
-from tracing.core.anchoring.salience import extract, split_sentences
+from tracing.core.anchoring.salience import extract
 from tracing.core.steps import Step, is_reply
+from tracing.core.tokenizer import split_sentences
 
 if TYPE_CHECKING:
     from tracing.core.anchoring.state import RunState

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from tracing.core.anchoring.common import Break, is_question, label_blocks, not_a_claim, quote, what
 from tracing.core.anchoring.rules.wrong_record import record_break
-from tracing.core.anchoring.salience import split_sentences
 from tracing.core.steps import Step
+from tracing.core.tokenizer import split_sentences
 
 if TYPE_CHECKING:
     from tracing.core.anchoring.state import RunState

@@ -47,10 +47,11 @@ from tracing.core.anchoring.phrases import (
     PRESENT_DATA_RE,
     SUCCESS_RE,
 )
-from tracing.core.anchoring.salience import FILLER_WORDS, extract, split_sentences
+from tracing.core.anchoring.salience import FILLER_WORDS, extract
 from tracing.core.normalize import tokens
 from tracing.core.results import is_command, is_read_call
 from tracing.core.steps import Step, is_reply
+from tracing.core.tokenizer import split_sentences
 
 if TYPE_CHECKING:
     from tracing.core.anchoring.state import Observed, RunState

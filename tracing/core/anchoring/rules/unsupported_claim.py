@@ -44,9 +44,10 @@ from tracing.core.anchoring.phrases import ABSENCE_RE, ATTRIBUTION_RE, FLAG_RE, 
 from tracing.core.anchoring.rules import answered_from_memory
 from tracing.core.anchoring.rules.phantom_call import unmade_lookup
 from tracing.core.anchoring.rules.unconfirmed_success import REASONING_RE, asked_words
-from tracing.core.anchoring.salience import FILLER_WORDS, Salient, extract, is_cjk, split_sentences
+from tracing.core.anchoring.salience import FILLER_WORDS, Salient, extract
 from tracing.core.normalize import tokens
 from tracing.core.steps import Step, is_reply
+from tracing.core.tokenizer import is_cjk, split_sentences
 
 if TYPE_CHECKING:
     from tracing.core.anchoring.state import Observed, RunState

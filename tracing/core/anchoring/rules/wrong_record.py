@@ -17,8 +17,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from tracing.core.anchoring.common import LIST_MARK_RE, Break, quote, what
-from tracing.core.anchoring.salience import split_sentences
 from tracing.core.steps import Step
+from tracing.core.tokenizer import split_sentences
 
 if TYPE_CHECKING:
     from tracing.core.anchoring.state import RunState

@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tracing.core.anchoring.common import Break, quote
-from tracing.core.anchoring.salience import split_sentences
 from tracing.core.normalize import tokens
 from tracing.core.steps import Step
+from tracing.core.tokenizer import split_sentences
 
 if TYPE_CHECKING:
     from tracing.core.anchoring.state import RunState
