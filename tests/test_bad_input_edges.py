@@ -63,7 +63,7 @@ def test_a_nul_session_id_is_a_404(auth_client):
 
 
 def test_a_member_added_by_a_username_with_nul_is_a_form_error(auth_client):
-    response = auth_client.post("/projects/members/", {"username": "bob\x00", "role": "viewer"})
+    response = auth_client.post("/projects/members/", {"who": "bob\x00", "role": "viewer"})
     assert response.status_code == 400 and "username: contains a NUL character" in response.content.decode()
     assert Membership.objects.count() == 1
 

@@ -9,6 +9,7 @@ Accept-Language), else English.
 
 from __future__ import annotations
 
+from django.db import DatabaseError
 from django.http import HttpRequest
 from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
@@ -29,7 +30,12 @@ def restore_language(sender, request, user, **kwargs) -> None:
 
 class UserLanguageMiddleware(LocaleMiddleware):
     def process_request(self, request: HttpRequest) -> None:
-        chosen = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
+        try:
+            chosen = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
+        except DatabaseError:
+            # Postgres unreachable: the browser's language will do; the view that
+            # needs the database raises, and the outage middleware answers 503.
+            chosen = None
         if chosen and translation.check_for_language(chosen):
             translation.activate(chosen)
             request.LANGUAGE_CODE = translation.get_language()
