@@ -117,7 +117,8 @@ def test_an_expired_or_revoked_link_is_410_and_a_forged_one_404(auth_client, use
     assert f'id="invite-{revoked.pk}"' not in members and "old@example.com" not in members  # pending only
 
     forged = reverse("projects:invite_accept", args=["A" * 43])
-    assert Client().get(forged).status_code == 404
+    response = Client().get(forged)
+    assert response.status_code == 404 and "No such invite" in response.content.decode()  # and what to do
     assert _join(forged, "forger").status_code == 404
     assert not get_user_model().objects.filter(username__in=["old", "forger"]).exists()
 
@@ -199,3 +200,16 @@ def test_an_invite_whose_email_cannot_be_sent_still_shows_its_link_and_says_why(
 def test_invite_create_refuses_text_postgres_cannot_store(project, user):
     with pytest.raises(ValueError, match="NUL"):
         invite_create(project=project, invitee="a\x00b", role=Role.VIEWER, invited_by=user)
+
+
+def test_the_invite_email_and_pages_follow_the_language(auth_client):
+    """The email goes out in the language of the admin who sends it; the invite's page in the reader's."""
+    auth_client.defaults["HTTP_ACCEPT_LANGUAGE"] = "zh-hans"
+    auth_client.post(reverse("projects:members"), {"who": "nina@example.com", "role": Role.REVIEWER})
+    page = auth_client.get(reverse("projects:members")).content.decode()
+    assert "已发送邮件至 nina@example.com。" in page and "待接受的邀请" in page
+    (sent,) = mail.outbox
+    assert sent.subject == "你受邀加入 agentlab 上的项目 Team" and "以审阅者身份加入" in sent.body
+    path = LINK.search(page).group(1)
+    assert "加入 Team" in Client(HTTP_ACCEPT_LANGUAGE="zh-hans").get(path).content.decode()
+    assert "Join Team" in Client(HTTP_ACCEPT_LANGUAGE="en").get(path).content.decode()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 
 class AccountForm(UserCreationForm):
@@ -15,8 +17,8 @@ class AccountForm(UserCreationForm):
     def __init__(self, *args, username: str = "", **kwargs) -> None:
         super().__init__(*args, **kwargs)
         # Plain words instead of Django's HTML list of the validators' rules.
-        self.fields["password1"].help_text = ("At least 8 characters, not only digits, not a common password "
-                                              "and not like the username.")
+        self.fields["password1"].help_text = _("At least 8 characters, not only digits, not a common password "
+                                               "and not like the username.")
         if username:
             self.fields["username"].initial = username
             self.fields["username"].disabled = True
@@ -25,7 +27,7 @@ class AccountForm(UserCreationForm):
 class MemberAccountForm(AccountForm):
     """An admin creating someone's account: and the role they get in the project."""
 
-    role = forms.ChoiceField()
+    role = forms.ChoiceField(label=gettext_lazy("Role"))
 
     def __init__(self, *args, roles, **kwargs) -> None:
         super().__init__(*args, **kwargs)

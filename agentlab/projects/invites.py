@@ -19,9 +19,10 @@ from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agentlab.projects.models import Invite, Membership, Project, Role
-from agentlab.projects.services import MembershipError
+from agentlab.projects.services import MembershipError, unknown_role
 from agentlab.storable import unstorable
 
 INVITE_DAYS = 7
@@ -43,29 +44,30 @@ def invite_create(*, project: Project, invitee: str, role: str, invited_by) -> t
     """An invite for `invitee` (an email, or a username nobody has yet) and its
     token, which exists only in the return value: show it or send it now."""
     if role not in Role.values:
-        raise MembershipError(f"unknown role {role!r}: one of {', '.join(Role.values)}")
+        raise unknown_role(role)
     invitee = invitee.strip()
     why = unstorable(invitee)
     if why:
-        raise MembershipError(f"username or email: {why}")
+        raise MembershipError(_("username or email: %(why)s") % {"why": why})
     if not invitee:
-        raise MembershipError("give a username or an email")
+        raise MembershipError(_("give a username or an email"))
     username, email = "", ""
     if "@" in invitee:
         try:
             validate_email(invitee)
         except ValidationError as exc:
-            raise MembershipError(f"{invitee[:254]!r} is not an email address") from exc
+            raise MembershipError(_("%(invitee)r is not an email address") % {"invitee": invitee[:254]}) from exc
         email = invitee
     else:
         try:
             get_user_model().username_validator(invitee)
         except ValidationError as exc:
-            raise MembershipError(f"{invitee[:150]!r} is neither an email nor a valid username: {exc.messages[0]}") from exc
+            raise MembershipError(_("%(invitee)r is neither an email nor a valid username: %(why)s")
+                                  % {"invitee": invitee[:150], "why": exc.messages[0]}) from exc
         if len(invitee) > 150:
-            raise MembershipError("a username has at most 150 characters")
+            raise MembershipError(_("a username has at most %(limit)d characters") % {"limit": 150})
         if get_user_model().objects.filter(username__iexact=invitee).exists():
-            raise MembershipError(f"{invitee!r} already has an account: add them by username instead")
+            raise MembershipError(_("%(invitee)r already has an account: add them by username instead") % {"invitee": invitee})
         username = invitee
     token = secrets.token_urlsafe(32)
     invite = Invite.objects.create(project=project, role=role, username=username, email=email,
@@ -77,12 +79,19 @@ def invite_create(*, project: Project, invitee: str, role: str, invited_by) -> t
 def invite_email(invite: Invite, link: str) -> None:
     """Through Django's email backend (the console in the demo: the mail is printed in the web log)."""
     expires = timezone.localtime(invite.expires_at).strftime("%Y-%m-%d %H:%M %Z")
+    # In the language of the admin who sends it (the invited person has not chosen one yet).
+    names = {"project": invite.project, "inviter": invite.invited_by or _("An admin"), "role": invite.role_name,
+             "expires": expires, "link": link}
     send_mail(
-        subject=f"You are invited to {invite.project} on agentlab",
-        message=(f"{invite.invited_by or 'An admin'} invites you to the project {invite.project} on agentlab "
-                 f"as a {invite.role}.\n\nChoose a username and password here (the link works once, "
-                 f"until {expires}):\n\n{link}\n"),
+        subject=_("You are invited to %(project)s on agentlab") % names,
+        message=_("%(inviter)s invites you to the project %(project)s on agentlab as a %(role)s.\n\n"
+                  "Choose a username and password here (the link works once, until %(expires)s):\n\n"
+                  "%(link)s\n") % names,
         from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=[invite.email])
+
+
+def _day(moment) -> str:
+    return f"{timezone.localtime(moment):%Y-%m-%d}"
 
 
 def invite_for_token(token: str, *, for_update: bool = False) -> Invite:
@@ -93,11 +102,11 @@ def invite_for_token(token: str, *, for_update: bool = False) -> Invite:
         invites = invites.select_for_update(of=("self",))
     invite = invites.get(token_sha256=token_sha256(token))
     if invite.used_at is not None:
-        raise InviteGone(invite, f"This invite was used on {timezone.localtime(invite.used_at):%Y-%m-%d}.")
+        raise InviteGone(invite, _("This invite was used on %(date)s.") % {"date": _day(invite.used_at)})
     if invite.revoked_at is not None:
-        raise InviteGone(invite, f"This invite was revoked on {timezone.localtime(invite.revoked_at):%Y-%m-%d}.")
+        raise InviteGone(invite, _("This invite was revoked on %(date)s.") % {"date": _day(invite.revoked_at)})
     if invite.expires_at <= timezone.now():
-        raise InviteGone(invite, f"This invite expired on {timezone.localtime(invite.expires_at):%Y-%m-%d}.")
+        raise InviteGone(invite, _("This invite expired on %(date)s.") % {"date": _day(invite.expires_at)})
     return invite
 
 

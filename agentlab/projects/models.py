@@ -36,6 +36,11 @@ ROLE_NAMES = {Role.VIEWER: pgettext_lazy("role", "viewer"), Role.REVIEWER: pgett
               Role.ADMIN: pgettext_lazy("role", "admin")}
 
 
+def role_name(role: str) -> str:
+    """A role's short name in the request's language (as stored when it is not a role)."""
+    return str(ROLE_NAMES.get(role, role))
+
+
 class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
@@ -54,7 +59,7 @@ class Membership(models.Model):
 
     @property
     def role_name(self) -> str:
-        return str(ROLE_NAMES.get(self.role, self.role))
+        return role_name(self.role)
 
     @property
     def is_reviewer(self) -> bool:
@@ -91,6 +96,10 @@ class Invite(models.Model):
 
     def __str__(self) -> str:
         return f"invite of {self.username or self.email} to {self.project} ({self.role})"
+
+    @property
+    def role_name(self) -> str:
+        return role_name(self.role)
 
     @property
     def invitee(self) -> str:

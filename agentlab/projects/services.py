@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from agentlab.projects.models import Membership, Project, Role
 from agentlab.storable import unstorable
@@ -13,33 +14,39 @@ class MembershipError(ValueError):
     pass
 
 
+def unknown_role(role: str) -> MembershipError:
+    return MembershipError(_("unknown role %(role)r: one of %(roles)s") % {"role": role, "roles": ", ".join(Role.values)})
+
+
 def _keep_an_admin(project: Project, leaving: Membership) -> None:
     # A project with no admin could never be administered again from the UI.
     if leaving.role == Role.ADMIN and not (
         Membership.objects.select_for_update().filter(project=project, role=Role.ADMIN).exclude(pk=leaving.pk).exists()
     ):
-        raise MembershipError(f"{leaving.user} is the last admin of {project}: make someone else admin first.")
+        raise MembershipError(_("%(user)s is the last admin of %(project)s: make someone else admin first.")
+                              % {"user": leaving.user, "project": project})
 
 
 def membership_add(*, project: Project, username: str, role: str) -> Membership:
     if role not in Role.values:
-        raise MembershipError(f"unknown role {role!r}: one of {', '.join(Role.values)}")
+        raise unknown_role(role)
     why = unstorable(username)
     if why:
-        raise MembershipError(f"username: {why}")
+        raise MembershipError(_("username: %(why)s") % {"why": why})
     user = get_user_model().objects.filter(username=username.strip()).first()
     if user is None:
-        raise MembershipError(f"no user named {username.strip()[:150]!r}")
+        raise MembershipError(_("no user named %(name)r") % {"name": username.strip()[:150]})
     membership, created = Membership.objects.get_or_create(user=user, project=project, defaults={"role": role})
     if not created:
-        raise MembershipError(f"{user} is already a {membership.role} of {project}")
+        raise MembershipError(_("%(user)s is already a %(role)s of %(project)s")
+                              % {"user": user, "role": membership.role_name, "project": project})
     return membership
 
 
 @transaction.atomic
 def membership_set_role(*, membership: Membership, role: str) -> Membership:
     if role not in Role.values:
-        raise MembershipError(f"unknown role {role!r}: one of {', '.join(Role.values)}")
+        raise unknown_role(role)
     if role != Role.ADMIN:
         _keep_an_admin(membership.project, membership)
     membership.role = role

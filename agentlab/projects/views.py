@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from agentlab.projects import current, invites
 from agentlab.projects.forms import AccountForm, MemberAccountForm
 from agentlab.projects.invites import INVITE_DAYS, InviteGone
-from agentlab.projects.models import Invite, Membership, Role
+from agentlab.projects.models import Invite, Membership, Role, role_name
 from agentlab.projects.services import MembershipError, membership_add, membership_remove, membership_set_role
 
 
@@ -25,7 +25,7 @@ from agentlab.projects.services import MembershipError, membership_add, membersh
 def project_switch(request: HttpRequest) -> HttpResponse:
     raw = request.POST.get("project", "")
     if not raw.isdigit() or current.select(request, int(raw)) is None:
-        raise Http404("no such project among yours")
+        raise Http404(_("no such project among yours"))
     # Back to the list, not the page we came from: a run page of the old
     # project would now be a 404.
     target = request.POST.get("next", "")
@@ -38,13 +38,19 @@ def project_switch(request: HttpRequest) -> HttpResponse:
 JUST_INVITED = "projects_just_invited"
 
 
+def _just_invited(request: HttpRequest) -> dict | None:
+    """The invite made by the POST before this page (once), its role in the page's language."""
+    invited = request.session.pop(JUST_INVITED, None)
+    return invited and {**invited, "role_name": role_name(invited["role"])}
+
+
 def _members_page(request: HttpRequest, admin: Membership, *, error: str = "", account_form=None,
                   status: int = 200) -> HttpResponse:
     members = Membership.objects.filter(project=admin.project).select_related("user").order_by("user__username")
     return render(request, "projects/members.html", {
         "project": admin.project, "members": members, "roles": Role.choices, "error": error, "me": admin,
         "invites": invites.pending_invites(admin.project), "invite_days": INVITE_DAYS,
-        "just_invited": request.session.pop(JUST_INVITED, None),
+        "just_invited": _just_invited(request),
         "account_form": account_form or MemberAccountForm(roles=Role.choices, initial={"role": Role.VIEWER}),
     }, status=status)
 
@@ -74,9 +80,10 @@ def member_list(request: HttpRequest) -> HttpResponse:
         try:
             invites.invite_email(invite, link)
         except Exception as exc:  # an SMTP server down must not lose the invite: the link is shown anyway
-            emailed = f"The email could not be sent ({type(exc).__name__}): send them the link yourself."
+            emailed = (_("The email could not be sent (%(error)s): send them the link yourself.")
+                       % {"error": type(exc).__name__})
         else:
-            emailed = f"Emailed to {invite.email}."
+            emailed = _("Emailed to %(email)s.") % {"email": invite.email}
     request.session[JUST_INVITED] = {"invitee": invite.invitee, "role": invite.role, "link": link,
                                      "emailed": emailed}
     return redirect("projects:members")
@@ -93,8 +100,9 @@ def member_create(request: HttpRequest) -> HttpResponse:
     with transaction.atomic():
         user = form.save()
         Membership.objects.create(user=user, project=admin.project, role=form.cleaned_data["role"])
-    messages.success(request, f"Created {user} as a {form.cleaned_data['role']} of {admin.project}: they sign in "
-                              "with the password you chose.")
+    messages.success(request, _("Created %(user)s as a %(role)s of %(project)s: they sign in with the password "
+                                "you chose.") % {"user": user, "role": role_name(form.cleaned_data["role"]),
+                                                 "project": admin.project})
     return redirect("projects:members")
 
 
@@ -105,7 +113,7 @@ def invite_revoke(request: HttpRequest, invite_id: int) -> HttpResponse:
     invite = get_object_or_404(Invite, pk=invite_id, project=admin.project, used_at__isnull=True,
                                revoked_at__isnull=True)
     invites.invite_revoke(invite=invite)
-    messages.success(request, f"The invite of {invite.invitee} no longer works.")
+    messages.success(request, _("The invite of %(invitee)s no longer works.") % {"invitee": invite.invitee})
     return redirect("projects:members")
 
 
@@ -117,7 +125,8 @@ def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
     try:
         invite = invites.invite_for_token(token)
     except Invite.DoesNotExist:
-        raise Http404("No such invite: check the link, or ask the project's admin for a new one.") from None
+        # A page that says what to do, not the bare 404: the person has no account to look around with.
+        return render(request, "projects/invite_unknown.html", status=404)
     except InviteGone as gone:
         return render(request, "projects/invite_gone.html", {"why": str(gone), "invite": gone.invite}, status=410)
     form = AccountForm(request.POST or None, username=invite.username,
@@ -130,11 +139,12 @@ def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
             return render(request, "projects/invite_gone.html", {"why": str(gone), "invite": gone.invite},
                           status=410)
         except IntegrityError:  # the username was taken between the check and the insert
-            form.add_error("username", "A user with that username already exists.")
+            form.add_error("username", _("A user with that username already exists."))
         else:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             request.session[current.SESSION_KEY] = invite.project_id
-            messages.success(request, f"Welcome to {invite.project}: you are a {invite.role}.")
+            messages.success(request, _("Welcome to %(project)s: you are a %(role)s.")
+                             % {"project": invite.project, "role": invite.role_name})
             return redirect("runs:list")
     return render(request, "projects/invite_accept.html", {"invite": invite, "form": form},
                   status=400 if form.errors else 200)
@@ -155,7 +165,7 @@ def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
     except MembershipError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{member.user} is now a {member.role}.")
+        messages.success(request, _("%(user)s is now a %(role)s.") % {"user": member.user, "role": member.role_name})
     return redirect("projects:members")
 
 
@@ -168,5 +178,5 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     except MembershipError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{member.user} left {member.project}.")
+        messages.success(request, _("%(user)s left %(project)s.") % {"user": member.user, "project": member.project})
     return redirect("projects:members")
