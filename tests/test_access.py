@@ -239,6 +239,8 @@ CASES = [
     # labels); `own_run`: a write to the token member's own runs, another member's token gets 404.
     Case("tracing:otlp_traces", method="post", data={"resourceSpans": []}, kind="api", need="reviewer",
          outsider=OWN),
+    Case("tracing:otlp_logs", method="post", data={"resourceLogs": []}, kind="api", need="reviewer",
+         outsider=OWN),
     Case("tracing:api_runs", method="post", data={"prompt": "p"}, kind="api", need="reviewer", ok=201,
          outsider=201),
     Case("tracing:api_run", ("api_run",), kind="api"),

@@ -18,6 +18,7 @@ from agentlab.projects.forms import AccountForm, MemberAccountForm
 from agentlab.projects.invites import INVITE_DAYS, InviteGone
 from agentlab.projects.models import Invite, Membership, Role, role_name
 from agentlab.projects.services import MembershipError, membership_add, membership_remove, membership_set_role
+from agentlab.storable import unstorable
 
 
 @login_required
@@ -65,6 +66,9 @@ def member_list(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return _members_page(request, admin)
     who, role = request.POST.get("who", "").strip(), request.POST.get("role", Role.VIEWER)
+    why = unstorable(who)
+    if why:  # before any query: Postgres refuses a NUL in a lookup too
+        return _members_page(request, admin, error=_("username: %(why)s") % {"why": why}, status=400)
     try:
         if who and "@" not in who and get_user_model().objects.filter(username=who).exists():
             added = membership_add(project=admin.project, username=who, role=role)
