@@ -60,6 +60,16 @@ def tsquery_literal(tokens: list[str]) -> str:
     return " & ".join(f"'{t}'" for t in tokens)
 
 
+def substring_patterns(tokens: list[str]) -> list[str]:
+    """LIKE patterns for steps not yet indexed (search IS NULL): each token
+    anywhere in the step's lower-cased NFKC text. Tokens are letters, digits
+    and CJK only, so none holds a LIKE wildcard. A superset of the tsvector's
+    match (a word inside a longer one matches too; a CJK bigram exactly), so
+    a step just written is never missed, only sometimes found by more until
+    the indexer reaches it a few seconds later."""
+    return [f"%{t}%" for t in tokens]
+
+
 # Characters of context shown on each side of the first hit.
 SNIPPET_CONTEXT = 70
 
