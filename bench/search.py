@@ -185,7 +185,7 @@ def bench_search() -> None:
 # built later by tracing.store.step_indexer), "inline" the document written
 # with the step (STEP_SEARCH_INLINE, what every writer did before).
 WRITE_VARIANTS = ("none", "deferred", "inline")
-WRITE_ROUNDS = _django.sized(3, 1)
+WRITE_ROUNDS = _django.sized(5, 1)
 _SEARCH_INDEXES = ("step_search_gin", "step_unindexed_idx")
 
 
