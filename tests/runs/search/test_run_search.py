@@ -221,3 +221,17 @@ def test_indexsteps_fills_steps_written_before_the_column(auth_client, make_run)
     assert not Step.objects.filter(search__isnull=True).exists()
     assert _indexed_match(["harbour"]) == {run.pk}
     assert _ids(auth_client.get(reverse("runs:list"), {"q": "harbour"})) == [run.pk]
+
+
+def test_beat_indexes_steps_too(make_run, settings):
+    # One more indexer beside the workers' sweepers, on the control queue every sweep interval.
+    from agentlab.celery import app
+    from tracing.store.tasks import index_steps
+
+    entry = settings.CELERY_BEAT_SCHEDULE["index-steps"]
+    assert entry["task"] == index_steps.name and entry["task"] in app.tasks
+    assert entry["options"]["queue"] == settings.RUN_CONTROL_QUEUE
+    assert entry["schedule"] == settings.RECONCILE_INTERVAL_S
+    run = _run_with(make_run, "a lantern by the harbour")
+    assert index_steps.apply().get() == 1
+    assert _indexed_match(["lantern"]) == {run.pk}
