@@ -286,6 +286,12 @@ RUN_MAX_RESUMES = env_int("RUN_MAX_RESUMES", 3)
 # the run to the reconciler.
 RUN_DB_PATIENCE_S = env_float("RUN_DB_PATIENCE_S", 30.0)
 RECONCILE_INTERVAL_S = env_float("RECONCILE_INTERVAL_S", 5.0)
+# Steps' search column (tracing.store.step_indexer): writers leave it NULL and
+# the sweepers fill it within a tick, up to this many batches of 2,000 steps
+# each (searches find unindexed steps by their raw text meanwhile). Inline
+# writes the column with the step, as before (at 1.5-2x the cost of a write).
+STEP_SEARCH_INLINE = env_bool("STEP_SEARCH_INLINE", False)
+STEP_INDEX_BATCHES_PER_TICK = env_int("STEP_INDEX_BATCHES_PER_TICK", 10)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-runs": {
         "task": "runs.reconcile",
@@ -294,6 +300,12 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"queue": RUN_CONTROL_QUEUE, "expires": RECONCILE_INTERVAL_S * 2},
     },
 
+    # One more indexer beside the workers' sweepers (tracing.store.step_indexer), under its lock.
+    "index-steps": {
+        "task": "tracing.store.tasks.index_steps",
+        "schedule": RECONCILE_INTERVAL_S,
+        "options": {"queue": RUN_CONTROL_QUEUE, "expires": RECONCILE_INTERVAL_S * 2},
+    },
     "close-stale-traces": {"task": "tracing.store.tasks.close_stale_traces", "schedule": 60.0},
     # Projects' retention (keep runs N days): older runs deleted in batches, each deletion recorded.
     "delete-expired-runs": {"task": "tracing.store.tasks.delete_expired_runs", "schedule": 3600.0,

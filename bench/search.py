@@ -8,21 +8,24 @@ step's search column built by tracing.core.stepsearch as the writers build it.
 Then times the search as the run list runs it (the matching runs, newest
 first, a page of 50, and the first matching step of each) and the whole page
 through Django's test client, prints EXPLAIN ANALYZE of both plans, and
-measures what the search column costs the write path (recorder and COPY,
-steps/s with and without it).
+measures what the search column costs the write path (recorder and COPY per
+step: no search at all, the column deferred to the indexer, written inline).
 
     .venv/bin/python bench/search.py            # seed, then measure
     .venv/bin/python bench/search.py --reuse    # measure again on the seeded database
     .venv/bin/python bench/search.py --reuse --no-writes   # the search only
     .venv/bin/python bench/search.py --smoke    # 300 runs, seconds
+    .venv/bin/python bench/search.py --writes-only   # the write path's variants alone, a few minutes
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import random
+import statistics
 import sys
 import time
 
@@ -133,7 +136,7 @@ def bench_search() -> None:
     from runs.core.models import Run
     from runs.search.selectors import first_hits, query_tokens, runs_with_text
     from tracing.core.stepsearch import tsquery_literal
-    from tracing.store.step_queries import FIRST_HITS_SQL
+    from tracing.store.step_queries import FIRST_HITS_SQL, step_match_params
 
     client = Client()
     client.force_login(User.objects.get(username="bench"))
@@ -171,20 +174,49 @@ def bench_search() -> None:
             print(f"\nEXPLAIN ANALYZE, run page of {q!r}:\n" + "\n".join(r[0] for r in cur.fetchall()))
         ids = [r.pk for r in qs]
         with connection.cursor() as cur:
-            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + FIRST_HITS_SQL, [ids, tsquery_literal(toks)])
+            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + FIRST_HITS_SQL, [ids, *step_match_params(toks)])
             print(f"\nEXPLAIN ANALYZE, first matching step of each run on the page ({q!r}):\n"
                   + "\n".join(r[0] for r in cur.fetchall()))
 
 
-def bench_writes() -> None:
-    """Steps/s of the recorder and of COPY with the search column, against the
-    same writers with an empty document (what they cost before it)."""
+# The write path's variants (issue 31 item 4), paired round by round:
+# "none" is a step table with no search at all (its GIN and partial indexes
+# dropped for the variant, the column NULL), "deferred" today's default (NULL,
+# built later by tracing.store.step_indexer), "inline" the document written
+# with the step (STEP_SEARCH_INLINE, what every writer did before).
+WRITE_VARIANTS = ("none", "deferred", "inline")
+WRITE_ROUNDS = _django.sized(5, 1)
+_SEARCH_INDEXES = ("step_search_gin", "step_unindexed_idx")
+
+
+@contextlib.contextmanager
+def _without_search_indexes():
     from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = ANY(%s)", [list(_SEARCH_INDEXES)])
+        defs = [row[0] for row in cur.fetchall()]
+        cur.execute(f"DROP INDEX {', '.join(_SEARCH_INDEXES)}")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cur:
+            for sql in defs:
+                cur.execute(sql)
+
+
+def bench_writes() -> None:
+    """Per-step cost of the recorder and of COPY under each WRITE_VARIANTS, the
+    variants alternated round by round (each round in a rotated order) so all
+    see the same load; then what the deferred steps cost the indexer later."""
+    from django.db import connection
+    from django.test import override_settings
 
     import tracing.store.ingest.writes as writes
     import tracing.store.recorder as recorder
     from runs.core.models import Run
     from tracing.core.steps import Step as StepRecord
+    from tracing.store.step_indexer import index_pending_steps
 
     rng = random.Random(9)
     texts = [_sentence(rng, zh=rng.random() < 0.2) * 3 for _ in range(2000)]
@@ -194,31 +226,67 @@ def bench_writes() -> None:
                            tool="search" if i % 3 == 1 else None, args={"query": texts[i % 50][:40]} if i % 3 == 1 else None)
                 for i in range(n)]
 
-    real = recorder.step_document, writes.step_document
-    print(f"\n{'writer':34} {'without search':>15} {'with search':>12} {'overhead':>9}")
-    for name, n, write in (("recorder, one step per commit", _django.sized(3000, 100), "record"),
-                             ("COPY (ingest / import)", _django.sized(100_000, 2_000), "copy")):
-        rates = {}
-        for variant in ("without", "with"):
-            recorder.step_document, writes.step_document = real if variant == "with" else (lambda *a, **k: "",) * 2
-            run = Run.objects.create(prompt="bench writes", project=_django.bench_project())
-            batch = steps(n)
-            t = time.perf_counter()
-            if write == "record":
-                for s in batch:
-                    recorder.record_step(run.pk, s)
-            else:
-                with connection.cursor():
-                    writes.copy_steps([(run.pk, batch)])
-            rates[variant] = n / (time.perf_counter() - t)
-            # Gone again, so a later search run (--reuse) measures the seeded runs only.
-            Run.objects.filter(pk=run.pk).delete()
-        recorder.step_document, writes.step_document = real
-        overhead = rates["without"] / rates["with"] - 1
-        print(f"{name:34} {rates['without']:>12.0f} /s {rates['with']:>9.0f} /s {overhead:>8.0%}")
+    writers = (("recorder, one step per commit", _django.sized(2000, 100), "record"),
+               ("COPY (ingest / import)", _django.sized(50_000, 2_000), "copy"))
+    us: dict[tuple[str, str], list[float]] = {}
+    p95: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str], list[float]] = {}
+    indexer: list[float] = []
+    for rnd in range(WRITE_ROUNDS):
+        order = WRITE_VARIANTS[rnd % 3:] + WRITE_VARIANTS[:rnd % 3]
+        for variant in order:
+            with contextlib.ExitStack() as stack:
+                if variant == "none":
+                    stack.enter_context(_without_search_indexes())
+                stack.enter_context(override_settings(STEP_SEARCH_INLINE=variant == "inline"))
+                for name, n, write in writers:
+                    run = Run.objects.create(prompt="bench writes", project=_django.bench_project())
+                    batch = steps(n)
+                    each = []
+                    t, c = time.perf_counter(), time.process_time()
+                    if write == "record":
+                        for step in batch:
+                            t1 = time.perf_counter()
+                            recorder.record_step(run.pk, step)
+                            each.append((time.perf_counter() - t1) * 1e6)
+                    else:
+                        writes.copy_steps([(run.pk, batch)])
+                    us.setdefault((name, variant), []).append((time.perf_counter() - t) / n * 1e6)
+                    cpu.setdefault((name, variant), []).append((time.process_time() - c) / n * 1e6)
+                    if each:
+                        p95.setdefault((name, variant), []).append(_django.percentile(each, 95))
+                    if variant == "deferred":
+                        t = time.perf_counter()
+                        while index_pending_steps(batches=100):
+                            pass
+                        indexer.append((time.perf_counter() - t) / n * 1e6)
+                    # Gone again, so a later search run (--reuse) measures the seeded runs only,
+                    # and vacuumed so no variant inherits another's dead rows.
+                    Run.objects.filter(pk=run.pk).delete()
+                    with connection.cursor() as cur:
+                        cur.execute("VACUUM tracing_step")
+    print(f"\nwrite path, {WRITE_ROUNDS} rounds, variants alternated; µs per step, median of the rounds "
+          f"(load average {os.getloadavg()[0]:.1f})")
+    print(f"{'writer':32} {'no search':>10} {'deferred':>10} {'inline':>10} {'deferred÷none':>14} "
+          f"{'inline÷none':>12}   target deferred÷none: recorder <= 1.2, COPY <= 1.3")
+    for name, _, _ in writers:
+        med = {v: statistics.median(us[(name, v)]) for v in WRITE_VARIANTS}
+        print(f"{name:32} {med['none']:>10.0f} {med['deferred']:>10.0f} {med['inline']:>10.0f} "
+              f"{med['deferred'] / med['none']:>14.2f} {med['inline'] / med['none']:>12.2f}")
+        for label, figures in (("  p95 of one step", p95), ("  this process's CPU", cpu)):
+            if (name, "none") in figures:
+                fig = {v: statistics.median(figures[(name, v)]) for v in WRITE_VARIANTS}
+                print(f"{label:32} {fig['none']:>10.0f} {fig['deferred']:>10.0f} {fig['inline']:>10.0f} "
+                      f"{fig['deferred'] / fig['none']:>14.2f} {fig['inline'] / fig['none']:>12.2f}")
+    print(f"indexer, later and off the writers' path: {statistics.median(indexer):.0f} µs per deferred step "
+          "(median of the writers' batches)")
 
 
 def main() -> None:
+    if "--writes-only" in sys.argv:  # the write path alone, on an empty scratch database
+        _django.ensure_database(DB)
+        bench_writes()
+        return
     if "--reuse" in sys.argv:  # the database of an earlier run, already seeded
         _django.setup(DB)
     else:

@@ -11,6 +11,10 @@ ten workers still sweep about once per interval, not ten times.
 A thread rather than a task: a task waits behind long runs in the worker's
 own queue, and a thread needs no broker either (a sweep resends what Redis
 lost). Beat's task stays: it is one more sweeper, under the same lock.
+
+Each tick also builds the search column of steps written since the last one
+(tracing.store.step_indexer, under a lock of its own), so a step is indexed
+within seconds of being written by whoever wrote it.
 """
 
 from __future__ import annotations
@@ -23,8 +27,18 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 
 from runs.health.sweeps import sweep_locked
+from tracing.store.step_indexer import index_pending_steps
 
 log = logging.getLogger(__name__)
+
+
+def _guarded(what: str, work) -> None:
+    try:
+        work()
+    except DatabaseError as exc:  # Postgres away: the next tick tries again
+        log.warning("%s skipped: %s", what, str(exc).strip()[:200])
+    except Exception:  # a bug must not end the thread: sweeping is what keeps runs ending
+        log.exception("%s failed", what)
 
 
 class Sweeper:
@@ -47,11 +61,10 @@ class Sweeper:
 
     def sweep_once(self) -> None:
         try:
-            sweep_locked(send=self.send, unless_within_s=self.interval_s / 2)
-        except DatabaseError as exc:  # Postgres away: the next tick tries again
-            log.warning("sweep skipped: %s", str(exc).strip()[:200])
-        except Exception:  # a bug must not end the thread: sweeping is what keeps runs ending
-            log.exception("sweep failed")
+            _guarded("sweep", lambda: sweep_locked(send=self.send, unless_within_s=self.interval_s / 2))
+            # Every tick, not only when this worker swept: the indexer has its
+            # own lock, and steps written since the last tick wait for it.
+            _guarded("step indexing", index_pending_steps)
         finally:
             # A fresh connection each tick: one broken by an outage is never reused,
             # and an idle worker holds no connection between sweeps.

@@ -2,7 +2,9 @@
 in their steps (thoughts, arguments, observations, final answers).
 
 Text search reads the steps' `search` column (tracing.core.stepsearch: words and
-CJK bigrams as a tsvector, GIN-indexed). The list asks "runs, newest first,
+CJK bigrams as a tsvector, GIN-indexed), and the raw text of the few steps
+written in the last seconds that the indexer has not reached yet
+(tracing.store.step_queries). The list asks "runs, newest first,
 that have a step matching" as an EXISTS: for a common word Postgres walks the
 runs newest first and stops after a page; for a rare one it reads the few
 matching steps from the GIN index (bench/search.py has both plans).
@@ -16,9 +18,9 @@ from dataclasses import dataclass
 from django.db.models import Exists, OuterRef, QuerySet
 
 from runs.core.models import Run
-from tracing.core.stepsearch import query_tokens, snippet, tsquery_literal
-from tracing.store.models import ExternalRun, Step
-from tracing.store.step_queries import first_matching_steps
+from tracing.core.stepsearch import query_tokens, snippet
+from tracing.store.models import ExternalRun
+from tracing.store.step_queries import first_matching_steps, matching_steps
 
 # A run id typed as "123" or "#123".
 _RUN_ID_RE = re.compile(r"#?(\d{1,18})")
@@ -56,14 +58,14 @@ def runs_with_text(qs: QuerySet[Run], tokens: list[str]) -> QuerySet[Run]:
     """Runs with a step containing every token (none when the query has no token)."""
     if not tokens:
         return qs.none()
-    return qs.filter(Exists(Step.objects.filter(run_id=OuterRef("pk"), search__tsmatch=tsquery_literal(tokens))))
+    return qs.filter(Exists(matching_steps(tokens).filter(run_id=OuterRef("pk"))))
 
 
 def first_hits(run_ids: list[int], tokens: list[str]) -> dict[int, StepHit]:
     """The first matching step of each run, one query for the page."""
     if not run_ids or not tokens:
         return {}
-    steps = first_matching_steps(run_ids, tsquery_literal(tokens)).only(
+    steps = first_matching_steps(run_ids, tokens).only(
         "run_id", "index", "kind", "text", "tool", "args")
     hits = {}
     for step in steps:

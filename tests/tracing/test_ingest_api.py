@@ -484,12 +484,17 @@ def test_the_openapi_description_documents_roles_context_and_outcome(client):
     assert "success" in schemas["RunSummary"]["properties"]
 
 
-def test_repeated_steps_in_a_bulk_request_each_get_their_own_search_document(api):
-    """Search documents are memoised within a write: a repeat shares one only
-    when text, tool and arguments are all the same."""
+@pytest.mark.parametrize("inline", [False, True])
+def test_repeated_steps_in_a_bulk_request_each_get_their_own_search_document(api, settings, inline):
+    """Each step gets its own document, whether the indexer builds it after
+    the write (the default) or the write does (memoised within it: a repeat
+    shares one only when text, tool and arguments are all the same)."""
     from django.db import connection
 
     from tracing.core.stepsearch import step_document
+    from tracing.store.step_indexer import index_pending_steps
+
+    settings.STEP_SEARCH_INLINE = inline
 
     variants = [("Nothing happens.", None, None), ("Nothing happens.", "look", None),
                 ("Nothing happens.", "look", "north"), ("Nothing happens.", "look", {"dir": "north"}),
@@ -499,6 +504,7 @@ def test_repeated_steps_in_a_bulk_request_each_get_their_own_search_document(api
     assert len(steps) >= COPY_MIN_ROWS  # the COPY path
     response = api.post("/api/runs", {"runs": [{"prompt": "p", "steps": steps}, {"prompt": "q", "steps": steps}]})
     assert response.status_code == 201, response.content
+    assert index_pending_steps() == (0 if inline else 2 * len(steps))
     with connection.cursor() as cur:
         cur.execute("SELECT index, search::text FROM tracing_step WHERE run_id = ANY(%s) ORDER BY run_id, index",
                     [[r["id"] for r in response.json()["runs"]]])

@@ -14,9 +14,8 @@ import pytest
 from django.db import connection
 
 from runs.launch.selectors import steps_after, trajectory
-from tracing.core.stepsearch import tsquery_literal
 from tracing.store.models import Step
-from tracing.store.step_queries import FIRST_HITS_SQL
+from tracing.store.step_queries import FIRST_HITS_SQL, step_match_params
 
 pytestmark = pytest.mark.django_db
 
@@ -108,7 +107,7 @@ FIRST_HIT_WALKS_THE_WHOLE_FRESH_RUN = "bitmap scan + sort on a run ANALYZE has n
 
 @pytest.mark.xfail(strict=True, reason=FIRST_HIT_WALKS_THE_WHOLE_FRESH_RUN)
 def test_the_searchs_first_hit_stops_at_the_first_match(fresh_run):
-    plan = _plan(FIRST_HITS_SQL, [[fresh_run.pk], tsquery_literal(["needle"])])
+    plan = _plan(FIRST_HITS_SQL, [[fresh_run.pk], *step_match_params(["needle"])])
     (scan,) = _step_scans(plan)
     assert scan.get("Index Name") == "step_run_index_uniq", plan
     assert scan["Actual Rows"] <= MAX_ROWS_READ, plan

@@ -60,6 +60,18 @@ def tsquery_literal(tokens: list[str]) -> str:
     return " & ".join(f"'{t}'" for t in tokens)
 
 
+def substring_patterns(tokens: list[str]) -> list[str]:
+    """LIKE patterns for steps not yet indexed (search IS NULL): each token
+    anywhere in the step's lower-cased NFKC text. Tokens are letters, digits
+    and CJK only, so none holds a LIKE wildcard. A superset of the tsvector's
+    match (a word inside a longer one matches too; a CJK bigram exactly), so
+    a step just written is not missed, at most found by more until the
+    indexer reaches it a few seconds later (the exceptions: where Postgres
+    spells the text otherwise than Python, lower() of a few letters such as
+    İ, jsonb's digits of a JSON number)."""
+    return [f"%{t}%" for t in tokens]
+
+
 # Characters of context shown on each side of the first hit.
 SNIPPET_CONTEXT = 70
 

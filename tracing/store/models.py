@@ -70,8 +70,8 @@ class Step(models.Model):
     latency_ms = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
     # What the run list's search finds the step by (tracing.core.stepsearch): its
-    # tokens as a tsvector, written with the step by every writer. Null for
-    # rows written before the column, until `manage.py indexsteps` fills them.
+    # tokens as a tsvector. Writers leave it NULL; tracing.store.step_indexer
+    # fills it within seconds (searches read a NULL row's raw text meanwhile).
     search = SearchVectorField(null=True, blank=True, editable=False)
 
     objects = StepManager()
@@ -82,6 +82,9 @@ class Step(models.Model):
         indexes = [
             # The run list's text search: steps containing every query token.
             GinIndex(fields=["search"], name="step_search_gin"),
+            # The steps the indexer has yet to reach, in id order: a few seconds'
+            # worth, so finding them (indexer and search fallback) stays cheap.
+            models.Index(fields=["id"], name="step_unindexed_idx", condition=models.Q(search__isnull=True)),
         ]
 
     def __str__(self) -> str:

@@ -2,7 +2,10 @@
 
 The insert and the run's summary update travel in one statement (a CTE), so a
 step and its summary can never disagree, and ON CONFLICT makes a re-delivered
-write of the same (run, index) a no-op instead of a duplicate. What steps add to
+write of the same (run, index) a no-op instead of a duplicate. The step's
+search column is left NULL (STEP_SEARCH_INLINE writes it here instead):
+tokenising it was half a step's cost, and tracing.store.step_indexer builds
+it a few seconds later. What steps add to
 their run's summary is one rule, `tracing.core.summary.RunSummary`: applied per step
 here, and per batch by `add_to_summaries` (ingestion).
 """
@@ -13,6 +16,7 @@ import json
 from collections.abc import Sequence
 from functools import cache
 
+from django.conf import settings
 from django.db import connection
 
 from tracing.core.steps import Step as StepRecord
@@ -98,7 +102,8 @@ def record_step(run_id: int, step: StepRecord) -> None:
             "tier": summary.tiers[0] if summary.tiers else None,
             "context_tokens": summary.context_tokens[0] if summary.context_tokens else None,
             "truncated": bool(summary.truncated_steps),
-            "search": step_document(clean_text(step.text), step.tool, step.args),
+            # NULL: the indexer fills it within a tick (tracing.store.step_indexer).
+            "search": step_document(clean_text(step.text), step.tool, step.args) if settings.STEP_SEARCH_INLINE else None,
         })
 
 

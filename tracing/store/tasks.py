@@ -8,6 +8,7 @@ from celery import shared_task
 from tracing.store.guard import guard_stops_expire
 from tracing.store.ingest.services import runs_ended, traces_close_stale
 from tracing.store.step_deletion import retention_sweep
+from tracing.store.step_indexer import index_pending_steps
 
 
 # Analysis is idempotent (it recomputes from the stored steps), so a redelivery is harmless.
@@ -28,3 +29,10 @@ def close_stale_traces() -> int:
 @shared_task(ignore_result=True, soft_time_limit=1800, time_limit=1860)
 def delete_expired_runs() -> int:
     return len(retention_sweep())
+
+
+@shared_task(ignore_result=True, soft_time_limit=60, time_limit=90)
+def index_steps() -> int:
+    """Beat's tick of the search indexer (the workers' sweepers run it too); -1: another process was indexing."""
+    done = index_pending_steps()
+    return -1 if done is None else done

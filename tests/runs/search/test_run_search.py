@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test import override_settings
 from django.urls import reverse
 
+from runs.health.sweeper import Sweeper
 from tests.htmx import hx
 from tests.projects import project_of
 from tracing.core.steps import Step as StepRecord
+from tracing.core.stepsearch import tsquery_literal
 from tracing.store.ingest.writes import COPY_MIN_ROWS, write_new_steps
 from tracing.store.models import ExternalRun, Step
 from tracing.store.recorder import record_step
+from tracing.store.step_indexer import STEP_INDEX_LOCK_KEY, index_pending_steps
 
 pytestmark = pytest.mark.django_db
 
@@ -151,11 +156,82 @@ def test_anonymous_users_are_sent_to_log_in(client):
     assert response.status_code == 302
 
 
+def _indexed_match(tokens: list[str]) -> set[int]:
+    """Runs found through the search column alone (the GIN index's arm of the match)."""
+    return set(Step.objects.filter(search__tsmatch=tsquery_literal(tokens)).values_list("run_id", flat=True))
+
+
+@pytest.mark.django_db(transaction=True)  # the sweep tick closes its connection, as a worker's does
+def test_a_step_is_found_at_once_then_indexed_by_a_sweep_tick(auth_client, make_run):
+    run = _run_with(make_run, "The harbour timetable lists a ferry at noon")
+    other = _run_with(make_run, "the museum opens at nine")
+    # Written without its search document: the writer left it to the indexer ...
+    assert set(Step.objects.filter(search__isnull=True).values_list("run_id", flat=True)) == {run.pk, other.pk}
+    # ... and the search finds it right away through the raw-text fallback,
+    # every word in one step, the first hit shown.
+    assert _indexed_match(["ferry"]) == set()
+    response = auth_client.get(reverse("runs:list"), {"q": "ferry timetable"})
+    assert _ids(response) == [run.pk]
+    assert response.context["runs"][0].hit.hit == "timetable"
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": "ferry museum"})) == []
+
+    Sweeper(send=lambda run_id, task_id: None).sweep_once()
+
+    assert not Step.objects.filter(search__isnull=True).exists()
+    assert _indexed_match(["ferry", "timetable"]) == {run.pk}
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": "ferry timetable"})) == [run.pk]
+
+
+def test_a_second_indexer_skips_while_one_indexes(make_run):
+    _run_with(make_run, "an old harbour timetable")
+    s = connection.settings_dict
+    with psycopg.connect(dbname=s["NAME"], user=s["USER"], host=s["HOST"], port=s["PORT"],
+                         password=s["PASSWORD"] or None, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", [STEP_INDEX_LOCK_KEY])
+        assert index_pending_steps() is None
+        other.execute("SELECT pg_advisory_unlock(%s)", [STEP_INDEX_LOCK_KEY])
+    assert index_pending_steps() == 1
+
+
+def test_a_tick_indexes_a_bounded_number_of_batches_oldest_first(make_run):
+    run = _run_with(make_run, *[f"step number {i}" for i in range(5)])
+    assert index_pending_steps(batches=2, batch=2) == 4
+    assert list(Step.objects.filter(run=run, search__isnull=True).values_list("index", flat=True)) == [4]
+    assert index_pending_steps(batches=2, batch=2) == 1
+
+
+def test_the_fallback_reads_tool_arguments_and_full_width_text(auth_client, make_run):
+    run = _run_with(make_run, "ＡＮＮＵＡＬ figures", tool="lookup_weather", args={"city": "Reykjavik"})
+    for q in ("reykjavik", "lookup weather", "annual"):
+        assert _ids(auth_client.get(reverse("runs:list"), {"q": q})) == [run.pk], q
+    index_pending_steps()
+    for q in ("reykjavik", "lookup weather", "annual"):
+        assert _ids(auth_client.get(reverse("runs:list"), {"q": q})) == [run.pk], q
+
+
+@override_settings(STEP_SEARCH_INLINE=True)
+def test_inline_writes_index_the_step_with_it(make_run):
+    run = _run_with(make_run, "an old harbour timetable")
+    assert _indexed_match(["harbour"]) == {run.pk}
+
+
 def test_indexsteps_fills_steps_written_before_the_column(auth_client, make_run):
     run = _run_with(make_run, "an old harbour timetable")
-    with connection.cursor() as cur:
-        cur.execute("UPDATE tracing_step SET search = NULL")
-    assert _ids(auth_client.get(reverse("runs:list"), {"q": "harbour"})) == []
     call_command("indexsteps", stdout=__import__("io").StringIO())
-    assert _ids(auth_client.get(reverse("runs:list"), {"q": "harbour"})) == [run.pk]
     assert not Step.objects.filter(search__isnull=True).exists()
+    assert _indexed_match(["harbour"]) == {run.pk}
+    assert _ids(auth_client.get(reverse("runs:list"), {"q": "harbour"})) == [run.pk]
+
+
+def test_beat_indexes_steps_too(make_run, settings):
+    # One more indexer beside the workers' sweepers, on the control queue every sweep interval.
+    from agentlab.celery import app
+    from tracing.store.tasks import index_steps
+
+    entry = settings.CELERY_BEAT_SCHEDULE["index-steps"]
+    assert entry["task"] == index_steps.name and entry["task"] in app.tasks
+    assert entry["options"]["queue"] == settings.RUN_CONTROL_QUEUE
+    assert entry["schedule"] == settings.RECONCILE_INTERVAL_S
+    run = _run_with(make_run, "a lantern by the harbour")
+    assert index_steps.apply().get() == 1
+    assert _indexed_match(["lantern"]) == {run.pk}

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
 from django.db.models import F
@@ -92,26 +93,32 @@ def token_user(plain: str) -> ApiToken | None:
 # --- steps ------------------------------------------------------------------------
 
 
+def _document(text: str, s: StepRecord, docs: dict) -> str:
+    # Agents repeat themselves ("Nothing happens.", the same search): about
+    # half the steps of a bulk batch repeat an earlier one's text, and
+    # tokenising is most of the per-row cost. Only hashable args are keys.
+    key = (text, s.tool, s.args) if s.args is None or type(s.args) is str else None
+    doc = docs.get(key) if key is not None else None
+    if doc is None:
+        doc = step_document(text, s.tool, s.args)
+        if key is not None:
+            docs[key] = doc
+    return doc
+
+
 def _rows(run_id: int, steps: Iterable[StepRecord], now: datetime, docs: dict | None = None):
-    """COPY / INSERT rows; `docs` memoises search documents across the runs of one write."""
+    """COPY / INSERT rows; `docs` memoises search documents across the runs of one write.
+    The search column is NULL unless STEP_SEARCH_INLINE: tracing.store.step_indexer
+    builds it after the write (it was half of a COPY's cost)."""
+    inline = settings.STEP_SEARCH_INLINE
     docs = {} if docs is None else docs
     for s in steps:
         text = clean_text(s.text)
-        args = s.args
-        # Agents repeat themselves ("Nothing happens.", the same search): about
-        # half the steps of a bulk batch repeat an earlier one's text, and
-        # tokenising is most of the per-row cost. Only hashable args are keys.
-        key = (text, s.tool, args) if args is None or type(args) is str else None
-        doc = docs.get(key) if key is not None else None
-        if doc is None:
-            doc = step_document(text, s.tool, args)
-            if key is not None:
-                docs[key] = doc
         yield (
-            run_id, s.index, s.kind, role_of(s), text, clean_text(s.tool or ""), clean_json(args),
+            run_id, s.index, s.kind, role_of(s), text, clean_text(s.tool or ""), clean_json(s.args),
             clean_json(s.meta or {}), s.prompt_tokens, s.completion_tokens, s.latency_ms, now,
             # The search column as a tsvector literal: COPY and the cast below read it as is.
-            doc,
+            _document(text, s, docs) if inline else None,
         )
 
 
