@@ -66,4 +66,9 @@ def test_dspy_trace_arrives_whole(live_server, user, variant):
     assert _run(live_server, user, fw.VARIANTS[variant][0], requests) == fw.VARIANTS[variant][1]
     # The DSPy instrumentation records no token counts on its LM spans (the
     # model reported them; the span has no llm.token_count.*): nothing to compare.
-    fw.assert_table_row(fw.only_run(), variant, requests, tokens=False)
+    steps = fw.assert_table_row(fw.only_run(), variant, requests, tokens=False)
+    # The thoughts as the model wrote them, not DSPy's field protocol around them.
+    tools = [r[1] for r in fw.VARIANTS[variant][0] if r[0] == "call"]
+    assert [s.text for s in steps if s.kind == "thought"] == [
+        *(f"I should use {t}." for t in tools), "I can answer now.", "The trajectory has what I need."]
+    assert not any("[[ ##" in s.text for s in steps)

@@ -849,6 +849,9 @@ def produces_steps(span: Span, kind: str) -> bool:
     return kind == "tool" or (kind in ("agent", "chain", "other") and not span.parent_id)
 
 
+_MESSAGE_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "llm.prompts.", "llm.choices.")
+
+
 def hollow_llm(span: Span) -> bool:
     """An LLM span whose recorded input or output holds no message, with no
     token counts, finish reason or failure: a framework method around the
@@ -862,6 +865,9 @@ def hollow_llm(span: Span) -> bool:
             attrs, (*_PROMPT_TOKEN_KEYS, *_COMPLETION_TOKEN_KEYS, "gen_ai.response.finish_reasons",
                     "llm.finish_reason")) is not None:
         return False
+    if any(k.startswith(_MESSAGE_PREFIXES) or k in ("gen_ai.input.messages", "gen_ai.output.messages")
+           for k in attrs):
+        return False  # messages are there (the usual case): no need to read them twice
     return not (_messages(attrs, "input") or _messages(attrs, "output"))
 
 
