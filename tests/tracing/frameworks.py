@@ -5,6 +5,7 @@ every traced run must look like once stored."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -70,7 +71,8 @@ def kinds(steps: list[Step]) -> list[str]:
     return [s.kind for s in steps]
 
 
-def assert_finished(run: Run, *, answer: str, prompt: str = TASK, actions: int) -> list[Step]:
+def assert_finished(run: Run, *, answer: str, prompt: str = TASK, actions: int,
+                    model: str = "scripted-model") -> list[Step]:
     """One run, ended as finished with exactly one Final (the answer, last), plain-text prompt and answer."""
     steps = steps_of(run)
     assert kinds(steps).count("final") == 1, kinds(steps)
@@ -79,7 +81,7 @@ def assert_finished(run: Run, *, answer: str, prompt: str = TASK, actions: int) 
     assert run.status == Run.Status.FINISHED and run.success is None
     assert run.prompt == prompt, run.prompt
     assert run.final_answer == answer
-    assert run.model_name == "scripted-model"
+    assert run.model_name == model, run.model_name
     assert kinds(steps).count("action") == actions
     assert kinds(steps).count("observation") == actions
     assert all(s.role for s in steps)
@@ -105,3 +107,43 @@ def assert_error_observation(steps: list[Step], cause: str = ERROR) -> Step:
     assert cause in obs.text or cause in obs.meta.get("cause", ""), (obs.text, obs.meta)
     assert obs.meta["signals"]["obs_class"] == "error", obs.meta["signals"]
     return obs
+
+
+# The framework table (issue 29): each variant's script, the answer it ends
+# with, and the raw tool output each observation must show.
+VARIANTS = {
+    "normal": (NORMAL, ANSWER, ["1044483"]),
+    "loop": (LOOP, "I could not find it.", ["No results."] * LOOP_TURNS),
+    "error": (ERRORED, "The calculator is down.", None),
+}
+
+
+def assert_table_row(run: Run, variant: str, requests: list[dict], *, prompt: str = TASK,
+                     tokens: bool = True, model: str = "scripted-model") -> list[Step]:
+    """What every framework's traced run must look like, whatever its
+    instrumentation wraps around it: one Final, the actions as the model
+    called them, the raw tool output, every model request once with the
+    tokens it reported, loop bands on the loop and no break on the normal run."""
+    from tracing.store.models import ModelCall
+
+    script, answer, outputs = VARIANTS[variant]
+    calls = [(r[1], r[2]) for r in script if r[0] == "call"]
+    steps = assert_finished(run, answer=answer, prompt=prompt, actions=len(calls), model=model)
+    assert [(s.tool, s.args) for s in steps if s.kind == "action"] == calls
+    observations = [s for s in steps if s.kind == "observation"]
+    assert [s.tool for s in observations] == [c[0] for c in calls]
+    if outputs is None:
+        assert_error_observation(steps)
+    else:
+        assert [s.text for s in observations] == outputs
+    assert ModelCall.objects.filter(run=run).count() == len(requests)
+    if tokens:
+        assert sum(s.prompt_tokens for s in steps) == sum(len(json.dumps(r)) // 4 for r in requests)
+        assert sum(s.completion_tokens for s in steps) == 7 * len(requests)
+    run.refresh_from_db()
+    if variant == "loop":
+        assert_loop_interrupted(run)
+    if variant == "normal":
+        assert run.first_anchor_break is None, (run.anchor_reason, run.anchor_evidence)
+        assert not [s for s in steps if s.kind == "thought" and not s.text], "blank thoughts"
+    return steps

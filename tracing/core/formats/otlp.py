@@ -782,6 +782,9 @@ class TraceState:
     tool_actions: list[str] = field(default_factory=list)
     # The trace's own outcome (`agentlab.success` on a span): None unless it says.
     success: bool | None = None
+    # Span ids of LLM spans that hold an LLM span (the latest MAX_TOOL_ACTIONS):
+    # wrappers, not model calls of their own.
+    llm_parents: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -841,7 +844,31 @@ def sort_spans(spans: Iterable[Span]) -> list[tuple[Span, str]]:
 
 
 def produces_steps(span: Span, kind: str) -> bool:
-    return kind in ("llm", "tool") or (kind in ("agent", "chain", "other") and not span.parent_id)
+    if kind == "llm":
+        return not hollow_llm(span)
+    return kind == "tool" or (kind in ("agent", "chain", "other") and not span.parent_id)
+
+
+_MESSAGE_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "llm.prompts.", "llm.choices.")
+
+
+def hollow_llm(span: Span) -> bool:
+    """An LLM span whose recorded input or output holds no message, with no
+    token counts, finish reason or failure: a framework method around the
+    model call (LlamaIndex's ``_prepare_chat_with_tools``, the outer
+    ``astream_chat``), not a call of its own. A call without content capture
+    records no input.value / output.value at all, and stays a call."""
+    attrs = span.attrs
+    if "input.value" not in attrs and "output.value" not in attrs:
+        return False
+    if span.status == "error" or span.events or _first(
+            attrs, (*_PROMPT_TOKEN_KEYS, *_COMPLETION_TOKEN_KEYS, "gen_ai.response.finish_reasons",
+                    "llm.finish_reason")) is not None:
+        return False
+    if any(k.startswith(_MESSAGE_PREFIXES) or k in ("gen_ai.input.messages", "gen_ai.output.messages")
+           for k in attrs):
+        return False  # messages are there (the usual case): no need to read them twice
+    return not (_messages(attrs, "input") or _messages(attrs, "output"))
 
 
 @dataclass
@@ -883,7 +910,9 @@ def describe(spans: Iterable[Span]) -> RunInfo:
         if kind in ("agent", "chain") and not span.parent_id and _first(attrs, ("input.value",)) is not None:
             # The agent's own input is the task; a model call's user message may
             # be a whole ReAct prompt around it.
-            root_prompt = payloads.task_text(attrs["input.value"])
+            # A structure the task cannot be read from (a framework's whole
+            # workflow state) leaves the prompt to the model's first user message.
+            root_prompt = payloads.known_task(attrs["input.value"]) or root_prompt
         elif kind == "llm" and not (llm_prompt and info.system):
             inputs = _messages(attrs, "input")
             users = [m["content"] for m in inputs if m["role"] == "user" and m["content"]]
@@ -984,8 +1013,12 @@ class _Mapper:
         name = call["name"] or "unknown"
         args = _maybe_json(call["arguments"])
         if name.lower() in FINISH_TOOLS:
-            turn.append(self.final(_finish_answer(args), span, tool=name, args=payloads.tool_args(args),
-                                   meta={"span_id": span.span_id}))
+            answer = _finish_answer(args)
+            if answer not in ("", "{}", "null"):
+                turn.append(self.final(answer, span, tool=name, args=payloads.tool_args(args),
+                                       meta={"span_id": span.span_id}))
+            # Else a bare "I am done" (DSPy's finish takes no arguments; a
+            # last model call writes the answer): neither an action nor the answer.
             return
         shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         step = self.emit("action", f"{name}({shown})", tool=name, args=args,
@@ -998,7 +1031,7 @@ class _Mapper:
         inputs = _messages(attrs, "input")
         self.input_results(span, inputs)
         turn: list[Step] = []
-        outputs = [m for m in _messages(attrs, "output") if m["role"] in ("assistant", "")]
+        outputs = [payloads.field_message(m) for m in _messages(attrs, "output") if m["role"] in ("assistant", "")]
         self.output_steps(span, outputs, turn)
         meta = {"span_id": span.span_id}
         if span.status == "error":
@@ -1104,6 +1137,12 @@ class _Mapper:
                 turn.append(self.emit("thought", before, meta=meta))
             turn.append(self.final(final.group(1).strip(), span, meta=meta))
         else:
+            reasoning = "\n".join(m["reasoning"] for m in outputs if m["reasoning"]).strip()
+            said = "\n".join(m["content"] for m in outputs if m["content"]).strip()
+            if reasoning and said:
+                # The reasoning is a thought; the answer alone may become the final.
+                turn.append(self.emit("thought", reasoning, meta=meta))
+                thought = said
             step = self.emit("thought", _THOUGHT_RE.sub("", thought), meta=meta)
             turn.append(step)
             if step.text:
@@ -1115,7 +1154,8 @@ class _Mapper:
 
     def tool(self, span: Span) -> None:
         attrs = span.attrs
-        name = str(_first(attrs, ("tool.name", "gen_ai.tool.name")) or span.name or "unknown")
+        # DSPy names a tool span after the method it wraps ("search.__call__").
+        name = str(_first(attrs, ("tool.name", "gen_ai.tool.name")) or span.name.removesuffix(".__call__") or "unknown")
         # tool_arguments / tool_response: pydantic-ai's names before the conventions had theirs.
         raw_args = _first(attrs, ("gen_ai.tool.call.arguments", "input.value", "tool_arguments"))
         result = _first(attrs, ("gen_ai.tool.call.result", "output.value", "tool_response"))
@@ -1174,7 +1214,10 @@ class _Mapper:
             # The model's last plain answer is the final unless the agent
             # returned something else (a framework's post-processed output);
             # the same answer on the root is not stored twice.
-            if candidate >= 0 and (not answer or answer == self.state.candidate_text.strip()):
+            # An object's repr (LlamaIndex's StopEvent) is the framework's
+            # wrapper around that answer, not a different one.
+            if candidate >= 0 and (not answer or answer == self.state.candidate_text.strip()
+                                   or payloads.is_object_repr(output)):
                 self.promote(candidate)
             elif answer:
                 self.final(answer, span, meta={"span_id": span.span_id, "source": span.name})
@@ -1203,11 +1246,19 @@ def map_spans(spans: Iterable[Span], state: TraceState) -> list[Step]:
 def map_trace(spans: Iterable[Span], state: TraceState) -> tuple[list[Step], list[ModelCallRecord]]:
     """map_spans, with the model calls the LLM spans describe (at their turn's first step)."""
     mapper = _Mapper(state)
+    spans = list(spans)
+    # An LLM span inside an LLM span is one model call (a framework's wrapper
+    # around its client's call): the innermost speaks. Parents end after their
+    # children, so a wrapper arrives in the same batch or a later one.
+    inner = [s.parent_id for s in spans if s.parent_id and classify(s) == "llm" and not hollow_llm(s)]
+    if inner:
+        state.llm_parents = [*state.llm_parents, *inner][-MAX_TOOL_ACTIONS:]
+    wrappers = set(state.llm_parents)
     for span, kind, key in ordered_spans(spans):
         said = _outcome(span.attrs.get(SUCCESS_ATTR))
         if said is not None:
             state.success = said
-        if not produces_steps(span, kind):
+        if not produces_steps(span, kind) or (kind == "llm" and span.span_id in wrappers):
             continue
         state.last_key = max(state.last_key, key)
         if kind == "llm":

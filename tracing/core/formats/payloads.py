@@ -17,7 +17,9 @@ JSON): an unknown payload is shown raw, never dropped.
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from typing import Any
 
 from tracing.core import shown_json
@@ -126,7 +128,44 @@ def task_text(value: Any) -> str:
         only = next(iter(data.values()))
         if isinstance(only, str):
             return only
+        if isinstance(only, dict) and only:
+            # One wrapper key around the arguments (DSPy's {"input_args": {"question": …}}).
+            inner = task_text(only)
+            return inner if inner != as_text(only) else as_text(value)
     return as_text(value)
+
+
+def known_task(value: Any) -> str | None:
+    """task_text, or None for a structure it does not recognise (LlamaIndex's
+    whole workflow state as ``{"init_state": …}``): the model's first user
+    message is then the better prompt; plain text is the task as sent."""
+    data = parse(value)
+    text = task_text(value)
+    if isinstance(data, (dict, list)) and text == as_text(value):
+        return None
+    return text
+
+
+# A Python object's repr (``StopEvent(result=AgentOutput(response=…))``): what
+# an instrumentation records for a framework object it cannot serialise, often
+# cut short. Not text a user reads.
+_REPR_RE = re.compile(r"^[A-Z][A-Za-z0-9_]*\((?:[a-z_][a-z0-9_]*=|\))")
+_REPR_TEXT_RE = re.compile(r"""\b(?:text|content)=(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")""")
+
+
+def is_object_repr(value: Any) -> bool:
+    return isinstance(value, str) and _REPR_RE.match(value.strip()) is not None
+
+
+def _repr_text(text: str) -> str:
+    """The last complete quoted ``text=`` / ``content=`` inside an object's repr, else ""."""
+    found = [(f"'{a}'" if a else f'"{b}"') for a, b in _REPR_TEXT_RE.findall(text) if a or b]
+    if not found:
+        return ""
+    try:
+        return str(ast.literal_eval(found[-1]))  # the repr's own escapes (\\n, \\') undone
+    except (ValueError, SyntaxError):
+        return found[-1][1:-1]
 
 
 def answer_text(value: Any) -> str:
@@ -151,6 +190,8 @@ def answer_text(value: Any) -> str:
         for key in ("output", "answer", "final_answer", "result", "final_output"):
             if isinstance(data.get(key), str):
                 return data[key]
+    if is_object_repr(data):
+        return _repr_text(data)
     if isinstance(data, str):
         return data
     return as_text(value)
@@ -166,13 +207,45 @@ def tool_result(value: Any) -> tuple[str, str, str]:
     msg = message(data)
     if msg is not None and msg["role"] == "tool":
         return msg["content"], "error" if msg["status"] == "error" else "", msg["tool_call_id"]
+    if isinstance(data, dict) and "raw_output" in data and "tool_name" in data:
+        # LlamaIndex's ToolOutput ({"blocks", "tool_name", "raw_input",
+        # "raw_output", "is_error"}): the tool's own return value is raw_output.
+        return as_text(data["raw_output"]), "error" if data.get("is_error") is True else "", ""
+    if isinstance(data, str):
+        return data, "", ""  # a JSON-encoded string (DSPy's tool output): the string itself
     return as_text(value), "", ""
+
+
+# DSPy's adapters make the model answer in fields: "[[ ## next_thought ## ]]\n…".
+_FIELD_RE = re.compile(r"^\[\[ ## (\w+) ## \]\][ \t]*$", re.M)
+_THOUGHT_FIELDS = ("next_thought", "reasoning", "thought", "rationale")
+
+
+def field_message(msg: dict[str, Any]) -> dict[str, Any]:
+    """An assistant message written in DSPy's field protocol as what it means:
+    the thought, the tool call (``next_tool_name`` / ``next_tool_args``) and the
+    answer (any other output field). Other messages are returned as they are."""
+    content = msg.get("content") or ""
+    marks = list(_FIELD_RE.finditer(content))
+    if msg.get("calls") or not marks or content[: marks[0].start()].strip():
+        return msg
+    fields = {m[1]: content[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(content)].strip()
+              for i, m in enumerate(marks)}
+    fields.pop("completed", None)
+    thought = next((fields.pop(k) for k in _THOUGHT_FIELDS if k in fields), "")
+    name, args = fields.pop("next_tool_name", ""), fields.pop("next_tool_args", None)
+    calls = [{"id": "", "name": name, "arguments": parse(args) if args else {}}] if name else []
+    return {**msg, "content": "\n".join(v for v in fields.values() if v), "calls": calls,
+            "reasoning": "\n".join(t for t in (msg.get("reasoning", ""), thought) if t)}
 
 
 def tool_args(value: Any) -> Any:
     """A tool span's input as the call's arguments: smolagents wraps them as
-    ``{"args": [...], "kwargs": {...}, "sanitize_inputs_outputs": …}``."""
+    ``{"args": [...], "kwargs": {...}, "sanitize_inputs_outputs": …}``, LlamaIndex
+    and DSPy as ``{"kwargs": {...}}`` alone."""
     data = parse(value)
+    if isinstance(data, dict) and set(data) == {"kwargs"} and isinstance(data["kwargs"], dict):
+        return data["kwargs"]
     if isinstance(data, dict) and "kwargs" in data and "args" in data and isinstance(data["kwargs"], dict):
         args = data["args"]
         if not args:
