@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from runs.core.models import Run
+from tests.chromium import launched
 from tests.projects import team
 from tests.servers import start_sim_server, start_worker, stop
 from tracing.store.models import Step
@@ -19,15 +20,12 @@ from tracing.store.models import Step
 # Playwright's sync API runs an event loop in this thread; the ORM calls the
 # test makes between page actions are still plain synchronous calls.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.worker,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not shutil.which("chromium"), reason="Debian chromium is not installed"),
 ]
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture
@@ -44,13 +42,9 @@ def stack(live_server, settings, transactional_db, django_user_model):
 
 @pytest.fixture
 def page():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with launched() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         yield page
-        browser.close()
 
 
 def test_a_user_starts_a_run_and_watches_its_steps_arrive(stack, page):

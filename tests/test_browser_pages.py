@@ -10,13 +10,11 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from tests.chromium import launched
 from tests.projects import team
 from tests.runs.reviews.test_reviews_helpers import interrupted_run
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
@@ -26,12 +24,8 @@ pytestmark = [
 
 @pytest.fixture
 def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with launched() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 
 from runs.core.models import Run, Task
+from tests.chromium import launched
 from tests.projects import project_of
 from tracing.core.formats.otlp import Span
 from tracing.core.steps import Step as StepRecord
@@ -21,9 +22,6 @@ from tracing.store.models import Step
 from tracing.store.recorder import record_step
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 # Screenshots land here for a person to look at (not compared by the test).
 SHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp"))
 pytestmark = [
@@ -41,10 +39,7 @@ def user(django_user_model):
 
 @pytest.fixture
 def browser_page(live_server, user):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with launched() as browser:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
         page = context.new_page()
@@ -58,7 +53,6 @@ def browser_page(live_server, user):
         yield page, live_server.url
         assert dialogs == []
         assert page.evaluate("window.__pwned") is None
-        browser.close()
 
 
 def _run(user, **fields) -> Run:

@@ -9,10 +9,9 @@ import shutil
 import pytest
 from django.core.management import call_command
 
+from tests.chromium import launched
+
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
@@ -22,12 +21,8 @@ pytestmark = [
 
 @pytest.fixture
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    with launched() as chromium:
         yield chromium
-        chromium.close()
 
 
 def _log_in(page, base: str) -> None:

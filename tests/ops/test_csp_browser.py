@@ -13,11 +13,9 @@ import pytest
 from django.core.management import call_command
 
 from runs.models import Run
+from tests.chromium import launched
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
@@ -35,14 +33,10 @@ document.addEventListener("securitypolicyviolation", (e) => {
 
 @pytest.fixture
 def browser_page():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with launched() as browser:
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         page.add_init_script(LISTEN)
         yield page
-        browser.close()
 
 
 def _shoot(page, name: str) -> None:

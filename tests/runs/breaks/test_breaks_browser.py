@@ -13,8 +13,9 @@ from django.test import Client
 
 from agentlab.projects.models import Membership, Project, Role
 from runs.breaks.models import BreakLabel, PatternState
+from tests.chromium import launched
 from tests.runs.breaks.breaks_helpers import requery_run
-from tests.test_browser_pages import CHROMIUM, CHROMIUM_ARGS, page_width, shoot
+from tests.test_browser_pages import page_width, shoot
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 pytestmark = [
@@ -26,12 +27,8 @@ pytestmark = [
 
 @pytest.fixture
 def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with launched() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture
