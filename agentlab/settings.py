@@ -271,7 +271,7 @@ GUARD_STOP_TIMEOUT_S = env_float("GUARD_STOP_TIMEOUT_S", 60.0)
 # Postgres is the source of truth for the queue too (runs.launch.lease,
 # runs.launch.reconcile). A worker holds the run it executes with an advisory
 # lock and a heartbeat; the reconciler, every RECONCILE_INTERVAL_S on every
-# worker (runs.health.sweeper) and from beat on a control queue of its own,
+# worker (runs.launch.sweeper) and from beat on a control queue of its own,
 # re-sends queued runs whose message is gone and resumes running runs nobody holds.
 RUN_CONTROL_QUEUE = env_str("RUN_CONTROL_QUEUE", f"{RUN_QUEUE}-control")
 RUN_HEARTBEAT_S = env_float("RUN_HEARTBEAT_S", 3.0)

@@ -12,9 +12,9 @@ workers are made to agree with it.
   `error` instead, and a run whose Stop was pressed ends `stopped`.
 
 It runs every RECONCILE_INTERVAL_S on a thread of every worker
-(runs.health.sweeper; at once when a worker starts) and from Celery beat on
+(runs.launch.sweeper; at once when a worker starts) and from Celery beat on
 the control queue, one sweep at a time under an advisory lock
-(runs.health.sweeps): no single process is the reconciler.
+(runs.launch.sweeper.sweep_locked): no single process is the reconciler.
 """
 
 from __future__ import annotations

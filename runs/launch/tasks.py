@@ -10,9 +10,8 @@ from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
 from runs.core.queue import enqueue
-from runs.health.sweeper import Sweeper
-from runs.health.sweeps import sweep_locked
 from runs.launch.execution import run_execute
+from runs.launch.sweeper import Sweeper, sweep_locked
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ def reconcile_runs() -> dict[str, int]:
     return vars(sweep) if sweep is not None else {"skipped": 1}
 
 
-# Every worker sweeps (runs.health.sweeper), so losing the control worker and
+# Every worker sweeps (runs.launch.sweeper), so losing the control worker and
 # beat loses no run. At once when it starts, too: a worker coming back after a
 # kill sweeps without waiting for anyone's tick.
 _sweeper: Sweeper | None = None

@@ -148,7 +148,7 @@ def test_postgres_stopped_8_s_mid_run(drill):
 def test_control_worker_and_beat_killed_and_a_run_worker_dying_too(drill):
     """No single process to lose (issue 28). The control worker and its beat
     are killed for good, and so is a run worker holding two runs: the worker
-    left sweeps on its own (runs.health.sweeper, under the sweep's advisory
+    left sweeps on its own (runs.launch.sweeper, under the sweep's advisory
     lock), takes the dead worker's runs over and ends every run within 60 s.
     Before every worker swept, the control queue was the only sweeper: nobody
     resumed the dead worker's runs and they stayed `running`."""

@@ -3,7 +3,7 @@
 Writers store a step with `search = NULL` (tokenising was 47-57% of a
 recorded step and half of a COPY: bench/search.py); this fills it a few
 seconds later. Every worker's sweeping thread calls it each tick
-(runs.health.sweeper: tracing never imports runs, so runs calls this), beat
+(runs.launch.sweeper: tracing never imports runs, so runs calls this), beat
 too; an advisory lock of its own lets one of them index at a time and the
 others skip. A tick indexes a bounded number of batches, so a bulk import
 is caught up over a few ticks without one tick holding the lock for minutes.

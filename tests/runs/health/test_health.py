@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from runs.health import middleware
 from runs.health.models import SweepMark
-from runs.health.sweeps import MARK, STALE_SWEEP_S, SWEEP_LOCK_KEY, sweep_locked, sweeps_stalled
+from runs.health.sweeps import MARK, STALE_SWEEP_S, sweeps_stalled
+from runs.launch.sweeper import SWEEP_LOCK_KEY, sweep_locked
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +50,7 @@ def test_a_workers_sweep_skips_when_someone_just_swept(age, swept):
 
 
 def test_a_workers_sweeper_sweeps_at_once_and_outlives_a_database_error(monkeypatch):
-    from runs.health import sweeper
+    from runs.launch import sweeper
 
     calls = []
 

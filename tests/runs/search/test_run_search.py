@@ -9,7 +9,7 @@ from django.db import connection
 from django.test import override_settings
 from django.urls import reverse
 
-from runs.health.sweeper import Sweeper
+from runs.launch.sweeper import Sweeper
 from tests.htmx import hx
 from tests.projects import project_of
 from tracing.core.steps import Step as StepRecord

@@ -4,7 +4,9 @@ Beat's tick on the control queue used to be the only sweep: with the control
 worker and beat gone, a run whose worker died stayed `running` for good. Now
 each worker's main process (not its pool children) runs a small daemon
 thread that, every RECONCILE_INTERVAL_S, tries the sweep's advisory lock
-(runs.health.sweeps.sweep_locked): whoever gets it sweeps, the others skip.
+(sweep_locked, below): whoever gets it sweeps, the others skip. The lock is
+a session lock: a sweeper killed mid-sweep loses its connection and the
+lock with it.
 A sweep someone finished less than half an interval ago is not repeated, so
 ten workers still sweep about once per interval, not ten times.
 
@@ -21,15 +23,47 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import threading
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.utils import timezone
 
-from runs.health.sweeps import sweep_locked
+from runs.health.models import SweepMark
+from runs.health.sweeps import MARK, last_sweep_age_s
+from runs.launch.reconcile import Sweep, runs_reconcile
 from tracing.store.step_indexer import index_pending_steps
 
 log = logging.getLogger(__name__)
+
+# Advisory lock key of the sweep (any 64-bit number no other lock uses: run
+# leases lock on run ids, which are far below it).
+SWEEP_LOCK_KEY = 0x7265636F6E63  # "reconc"
+
+
+def sweep_locked(*, send: Callable[[int, str], None], unless_within_s: float = 0.0) -> Sweep | None:
+    """One sweep if no one else is sweeping (None when someone is), its time
+    recorded. With `unless_within_s`, also None when a sweep ended less than
+    that long ago (read under the lock, so two sweepers never both decide to)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s)", [SWEEP_LOCK_KEY])
+        if not cur.fetchone()[0]:
+            return None
+    try:
+        if unless_within_s:
+            age = last_sweep_age_s()
+            if age is not None and age < unless_within_s:
+                return None
+        sweep = runs_reconcile(send=send)
+        SweepMark.objects.update_or_create(name=MARK, defaults={
+            "at": timezone.now(), "host": socket.gethostname()[:200], "resent": sweep.resent,
+            "resumed": sweep.resumed, "ended": sweep.ended})
+        return sweep
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_unlock(%s)", [SWEEP_LOCK_KEY])
 
 
 def _guarded(what: str, work) -> None:
