@@ -65,6 +65,11 @@ POLICY_PROBLEM = _table(
     (r"each tier must be one of (?P<tiers>.+)", _("each tier must be one of %(tiers)s")),
     (r"tiers must be distinct and in order hint, redirect, stop",
      _("tiers must be distinct and in order hint, redirect, stop")),
+    # runs.whatif.sweep's, about the swept field
+    (r"give at least one value", _("give at least one value")),
+    (r"at most (?P<n>\d+) values", _("at most %(n)s values")),
+    (r"sweep a field like thresholds\.novelty_min or ladder\.stop_streak",
+     _("sweep a field like thresholds.novelty_min or ladder.stop_streak")),
 )
 
 # runs.policies.services.PolicyProtected
@@ -116,6 +121,70 @@ EVALUATION = _table(
     (r"the budget's (?P<name>\w+) must be at least 1", _("the budget's %(name)s must be at least 1")),
     (r"the budget's max_cost must be more than 0 \(leave it out for no cost limit\)",
      _("the budget's max_cost must be more than 0 (leave it out for no cost limit)")),
+)
+
+# runs.launch.services.ForkError
+FORK = _table(
+    (r"the run is still going; fork it when it has ended", _("the run is still going; fork it when it has ended")),
+    (r"turns must be between 1 and (?P<n>\d+)", _("turns must be between 1 and %(n)s")),
+    (r"the fork step must be a step index of the run", _("the fork step must be a step index of the run")),
+    (r"imported runs have no model endpoint to continue with", _("imported runs have no model endpoint to continue with")),
+    (r"run (?P<run>\d+) has no step (?P<step>-?\d+)", _("run %(run)s has no step %(step)s")),
+    (r"only an existing step can be edited", _("only an existing step can be edited")),
+    (r"only an observation or a thought can be edited", _("only an observation or a thought can be edited")),
+    (r"the edited text is empty", _("the edited text is empty")),
+)
+
+# runs.reviews.services.ReviewError
+REVIEW = _table(
+    (r"label must be one of (?P<values>.+); got (?P<got>.*)", _("label must be one of %(values)s; got %(got)s")),
+    (r"the note is longer than (?P<n>\d+) characters", _("the note is longer than %(n)s characters")),
+    (r"the note contains a NUL character, which cannot be stored",
+     _("the note contains a NUL character, which cannot be stored")),
+)
+
+# runs.breaks.services.BreakError
+BREAK = _table(
+    (r"verdict must be one of (?P<values>.+); got (?P<got>.*)", _("verdict must be one of %(values)s; got %(got)s")),
+    (r"note: longer than (?P<n>\d+) characters", _("note: longer than %(n)s characters")),
+    (r"note: contains a NUL character, which cannot be stored", _("note: contains a NUL character, which cannot be stored")),
+    (r"run (?P<run>\d+) has no shown break to judge \(no strong break, or its pattern is demoted in this project\); "
+     r"its findings are not labelled here",
+     _("run %(run)s has no shown break to judge (no strong break, or its pattern is demoted in this project); its "
+       "findings are not labelled here")),
+    (r"step: the run's shown break is now step (?P<shown>\d+), not step (?P<step>\d+) \(it was re-analysed\); "
+     r"reload the run page",
+     _("step: the run's shown break is now step %(shown)s, not step %(step)s (it was re-analysed); reload the run "
+       "page")),
+    (r"pattern: (?P<pattern>.*) is not a break pattern", _("pattern: %(pattern)s is not a break pattern")),
+    (r"override must be one of (?P<values>.+); got (?P<got>.*)", _("override must be one of %(values)s; got %(got)s")),
+)
+
+# runs.failures.services.LayerLabelError
+LAYER_LABEL = _table(
+    (r"unknown layer (?P<layer>.*): one of (?P<keys>.+)", _("unknown layer %(layer)s: one of %(keys)s")),
+    (r"only a finished run with a wrong answer has a failure layer",
+     _("only a finished run with a wrong answer has a failure layer")),
+    (r"the note holds a NUL character", _("the note holds a NUL character")),
+    (r"the note is longer than (?P<n>\d+) characters", _("the note is longer than %(n)s characters")),
+)
+
+# runs.approvals.services.ApprovalError
+APPROVAL = _table(
+    (r"The arguments are longer than (?P<n>\d+) characters\.", _("The arguments are longer than %(n)s characters.")),
+    (r"The arguments hold a NUL character\.", _("The arguments hold a NUL character.")),
+    (r"The arguments are not valid JSON: (?P<why>.*)", _("The arguments are not valid JSON: %(why)s")),
+    (r'The arguments must be a JSON object, e\.g\. \{"text": "\.\.\."\}\.',
+     _('The arguments must be a JSON object, e.g. {"text": "..."}.')),
+    (r"Unknown decision (?P<got>.*): approved, edited or denied\.", _("Unknown decision %(got)s: approved, edited or denied.")),
+    (r"The reason must be at most (?P<n>\d+) characters, without NUL\.",
+     _("The reason must be at most %(n)s characters, without NUL.")),
+    (r"Say why the call is denied: the agent reads the reason\.", _("Say why the call is denied: the agent reads the reason.")),
+    (r"This request expired at (?P<when>.+); the run has ended\.", _("This request expired at %(when)s; the run has ended.")),
+    (r"The run was stopped while this request waited; nothing to decide\.",
+     _("The run was stopped while this request waited; nothing to decide.")),
+    (r"Already decided: (?P<status>.+) by (?P<who>.+) at (?P<when>.+) UTC\.",
+     _("Already decided: %(status)s by %(who)s at %(when)s UTC.")),
 )
 
 # runs.core.queue.QueueUnavailable (the broker's own words kept)

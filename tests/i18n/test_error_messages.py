@@ -109,3 +109,53 @@ def test_evaluation_errors_are_translated_and_english_stays():
         assert translated(message, EVALUATION) == "未知策略 magic；已知策略：no_tools, react"
         assert translated("the budget's max_steps must be at least 1", EVALUATION) == "预算的 max_steps 至少为 1"
         assert translated("something else", EVALUATION) == "something else"  # never half translated
+
+
+def test_a_what_if_policy_error_is_in_chinese(auth_client):
+    response = auth_client.post(reverse("whatif_new"), {"config": '{"thresholds": {"novelty_min": 3}}'}, headers=ZH)
+    assert response.status_code == 400
+    assert "策略字段“thresholds.novelty_min”：必须在 0 到 1 之间" in _body(response)
+
+
+def test_a_review_label_error_is_in_chinese(client, user, make_run):
+    from tests.runs.reviews.test_reviews_helpers import interrupted_run
+
+    run = interrupted_run(make_run)
+    client.force_login(grant_reviewer(user))
+    response = client.post(reverse("reviews:label", args=[run.pk, 6]), {"value": "maybe"},
+                           headers={**hx(), **ZH})
+    assert response.status_code == 400 and _body(response).startswith("标注必须是 ")
+    assert "收到的是 'maybe'" in _body(response)
+
+
+def test_a_break_verdict_error_is_in_chinese(client, member, make_run, settings):
+    from tests.runs.breaks.breaks_helpers import requery_run
+
+    settings.BREAKS_REANALYSE_INLINE = True
+    run = requery_run(make_run)
+    client.force_login(member("rita", "reviewer"))
+    response = client.post(reverse("breaks:label", args=[run.pk]), {"verdict": "maybe", "step": 4},
+                           headers={**hx("break-panel"), **ZH})
+    assert response.status_code == 400
+    assert _body(response).startswith("判定必须是 right, earlier, later, none 之一；收到的是 'maybe'")
+    response = client.post(reverse("breaks:label", args=[run.pk]), {"verdict": "none", "step": "x"},
+                           headers={**hx("break-panel"), **ZH})
+    assert "step 必须是步骤序号" in _body(response)
+
+
+@pytest.mark.parametrize(("table", "english", "chinese"), [
+    ("FORK", "run 7 has no step 40", "运行 7 没有步骤 40"),
+    ("FORK", "the edited text is empty", "编辑后的文本为空"),
+    ("APPROVAL", "Unknown decision 'maybe': approved, edited or denied.",
+     "未知决定 'maybe'：应为 approved、edited 或 denied。"),
+    ("APPROVAL", 'The arguments must be a JSON object, e.g. {"text": "..."}.', '参数必须是一个 JSON 对象，例如 {"text": "..."}。'),
+    ("LAYER_LABEL", "unknown layer 'x': one of planning, tool", "未知层 'x'：应为 planning, tool 之一"),
+    ("QUEUE", "The run queue (Redis) is unavailable: refused", "运行队列 (Redis) 不可用：refused"),
+])
+def test_the_other_service_errors_are_translated_and_english_stays(table, english, chinese):
+    from runs.core import error_text
+
+    with translation.override("en"):
+        assert translated(english, getattr(error_text, table)) == english
+    with translation.override("zh-hans"):
+        assert translated(english, getattr(error_text, table)) == chinese
