@@ -192,6 +192,46 @@ QUEUE = _table(
     (r"The run queue \(Redis\) is unavailable: (?P<why>.*)", _("The run queue (Redis) is unavailable: %(why)s")),
 )
 
+# tracing.core.untrusted_json.UntrustedJsonError, for the texts a page parses (the JSON decoder's own
+# words below: json.JSONDecodeError.msg)
+_WHERE = {"the policy": _("the policy")}
+_DECODER = {
+    "Expecting value": _("a value was expected"),
+    "Expecting property name enclosed in double quotes": _("a property name in double quotes was expected"),
+    "Expecting ',' delimiter": _("a ',' was expected"),
+    "Expecting ':' delimiter": _("a ':' was expected"),
+    "Extra data": _("there is more text after the JSON"),
+    "Unterminated string starting at": _("a string is not closed"),
+    "Invalid control character at": _("a string holds a control character"),
+    "Invalid \\escape": _("a string holds an invalid \\ escape"),
+}
+UNTRUSTED_JSON = _table(
+    (r"(?P<where>the policy) is not JSON: (?P<why>.+) at line (?P<line>\d+), column (?P<col>\d+)",
+     _("%(where)s is not JSON: %(why)s at line %(line)s, column %(col)s")),
+    (r"(?P<where>the policy) is not acceptable JSON: it is nested too deeply \(more than (?P<n>\d+) levels, at "
+     r"(?P<path>.+)\)",
+     _("%(where)s is not acceptable JSON: it is nested too deeply (more than %(n)s levels, at %(path)s)")),
+    (r"(?P<where>the policy) is not acceptable JSON: it is nested too deeply",
+     _("%(where)s is not acceptable JSON: it is nested too deeply")),
+    (r"(?P<where>the policy) is not acceptable JSON: (?P<why>.+)", _("%(where)s is not acceptable JSON: %(why)s")),
+)
+
+
+def untrusted_json_error(exc) -> str:
+    """An UntrustedJsonError of a page's text: the sentence translated, the decoder's words where known."""
+    message = str(exc)
+    if (get_language() or "en").startswith("en"):
+        return message
+    for pattern, sentence in UNTRUSTED_JSON:
+        m = pattern.fullmatch(message)
+        if m:
+            parts = m.groupdict()
+            parts["where"] = str(_WHERE[parts["where"]])
+            if "why" in parts and parts["why"] in _DECODER:
+                parts["why"] = str(_DECODER[parts["why"]])
+            return str(sentence) % parts
+    return message
+
 
 def policy_error(exc) -> str:
     """A tracing.core.watchdog.PolicyError: its field as named, its problem in the page's language."""

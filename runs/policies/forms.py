@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from runs.core.error_text import policy_error
+from runs.core.error_text import policy_error, untrusted_json_error
 from runs.core.terms import TERMS
 from runs.policies.fields import FIELDS
 from runs.policies.services import COLUMNS
@@ -111,7 +111,7 @@ class PolicyForm(forms.Form):
         try:
             parsed = untrusted_json.loads(raw, where="the policy", root="policy")
         except untrusted_json.UntrustedJsonError as exc:
-            self.add_error("config", str(exc))
+            self.add_error("config", untrusted_json_error(exc))
             return data
         if isinstance(parsed, dict):
             for key in COLUMNS:

@@ -159,3 +159,24 @@ def test_the_other_service_errors_are_translated_and_english_stays(table, englis
         assert translated(english, getattr(error_text, table)) == english
     with translation.override("zh-hans"):
         assert translated(english, getattr(error_text, table)) == chinese
+
+
+def test_a_policy_that_is_not_json_is_said_in_chinese(auth_client):
+    response = auth_client.post(reverse("policy_new"), {"name": "bad", "use_json": "on", "config": "{not json"},
+                                headers=ZH)
+    assert response.status_code == 400
+    assert "该策略不是 JSON：此处应为带双引号的属性名（第 1 行，第 2 列）" in _body(response)
+    response = auth_client.post(reverse("whatif_new"), {"config": "[1, 2]"}, headers=ZH)
+    assert '策略必须是一个 JSON 对象：{&quot;thresholds&quot;: {...}, &quot;ladder&quot;: {...}}' in _body(response)
+
+
+def test_the_launch_form_says_the_queue_is_down_in_chinese(auth_client, task, monkeypatch):
+    from kombu.exceptions import OperationalError
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("Connection refused.")
+
+    monkeypatch.setattr("runs.launch.tasks.execute_run.apply_async", refuse)
+    response = auth_client.post(reverse("runs:new"), _launch(task), headers=ZH)
+    assert response.status_code in (400, 503)
+    assert "运行队列 (Redis) 不可用：Connection refused.。没有任何内容进入队列；请在队列恢复后重试。" in _body(response)
