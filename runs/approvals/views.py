@@ -6,11 +6,13 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.approvals.models import Approval
 from runs.approvals.services import ApprovalError, approval_decide, approvals_expire
 from runs.core import access
+from runs.core.error_text import APPROVAL, QUEUE, translated
 from runs.core.queue import QueueUnavailable
 from tracing.core import shown_json
 from tracing.store.models import Step
@@ -68,14 +70,15 @@ def run_panel(request: HttpRequest, run_id: int) -> HttpResponse:
 def decide(request: HttpRequest, approval_id: int) -> HttpResponse:
     approval = get_object_or_404(_approvals(request), pk=approval_id)
     if not access.is_reviewer(request):
-        return _text("Deciding on a write needs the reviewer permission.", 403)
+        return _text(_("Deciding on a write needs the reviewer permission."), 403)
     try:
         approval = approval_decide(approval_id=approval.pk, user=request.user, verdict=request.POST.get("verdict", ""),
                                    args_text=request.POST.get("args", ""), reason=request.POST.get("reason", ""))
     except ApprovalError as exc:
-        return _text(str(exc), 409 if exc.conflict else 400)
+        return _text(translated(str(exc), APPROVAL), 409 if exc.conflict else 400)
     except QueueUnavailable as exc:
-        return _text(f"{exc} The request is still pending; try again.", 503)
+        return _text(_("%(why)s The request is still pending; try again.") % {"why": translated(str(exc), QUEUE)},
+                     503)
     approval = Approval.objects.select_related("run", "decided_by").get(pk=approval.pk)
     response = render(request, "approvals/_panel.html", _panel_context(request, approval))
     # The run is queued again: reload, so the run page goes live and the list moves it to "decided".

@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.breaks import rule
@@ -19,6 +20,7 @@ from runs.breaks.services import BreakError, break_label, break_settings_set, pa
 from runs.core import access
 from runs.core.anchor_names import anchor_label
 from runs.core.csv_cells import csv_lines, jsonl_lines
+from runs.core.error_text import BREAK, translated
 
 # The id of the Breaks page's table: its forms swap it, htmx names it in HX-Target.
 TABLE_ID = "breaks-table"
@@ -36,12 +38,12 @@ def run_label(request: HttpRequest, run_id: int) -> HttpResponse:
     run = access.run_for(request, run_id)
     raw_step = request.POST.get("step", "")
     if raw_step and not (raw_step.isdigit() and len(raw_step) < 10):
-        return _bad_request("step must be a step index (0, 1, 2...)")
+        return _bad_request(_("step must be a step index (0, 1, 2...)"))
     try:
         label = break_label(run=run, reviewer=request.user, verdict=request.POST.get("verdict", ""),
                             note=request.POST.get("note", ""), step=int(raw_step) if raw_step else None)
     except BreakError as exc:
-        return _bad_request(str(exc))
+        return _bad_request(translated(str(exc), BREAK))
     if not request.htmx:
         return redirect(f"{run.get_absolute_url()}#break-panel")
     run.refresh_from_db()
@@ -106,7 +108,7 @@ def pattern_set(request: HttpRequest, pattern: str) -> HttpResponse:
         changed = pattern_override(project_id=membership.project_id, pattern=pattern,
                                    override=form.cleaned_data["override"], user=request.user)
     except BreakError as exc:
-        return _bad_request(str(exc))
+        return _bad_request(translated(str(exc), BREAK))
     return _after_admin_write(request, changed)
 
 

@@ -36,6 +36,7 @@ from runs.compare.grid import (
 from runs.compare.selectors import ID, SelectionError, grid_steps, parse_run_ids, runs_by_id
 from runs.compare.services import group_save
 from runs.core import access
+from runs.core.error_text import SELECTION, translated
 from runs.core.models import RerunGroup, Run
 from tracing.core.alignment import MAX_RUNS, align, align_runs
 from tracing.core.metrics import summarize_tasks
@@ -130,7 +131,7 @@ def compare_runs(request: HttpRequest) -> HttpResponse:
     try:
         runs = _selection(request, request.GET.getlist("runs"))
     except SelectionError as exc:
-        return _error(request, str(exc))
+        return _error(request, translated(str(exc), SELECTION))
     return _render_compare(request, runs)
 
 
@@ -141,8 +142,8 @@ def compare_group(request: HttpRequest, group_id: int) -> HttpResponse:
     runs = list(access.runs_for(request).select_related("task", "policy")
                 .filter(group=group).order_by("created_at", "id")[: MAX_RUNS + 1])
     if len(runs) > MAX_RUNS:
-        return _error(request, f"This group has more than {MAX_RUNS} runs; at most {MAX_RUNS} can be compared "
-                               "at once. Select some of them on the run list instead.")
+        return _error(request, _("This group has more than %(max)d runs; at most %(max)d can be compared at once. "
+                                 "Select some of them on the run list instead.") % {"max": MAX_RUNS})
     return _render_compare(request, runs, group=group)
 
 
@@ -167,7 +168,7 @@ def compare_cell(request: HttpRequest) -> HttpResponse:
         row = _int_param(request, "row", required=False)
     except SelectionError as exc:
         # Plain text: the message may quote the bad value, which must not render as HTML.
-        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+        return HttpResponse(translated(str(exc), SELECTION), status=400, content_type="text/plain; charset=utf-8")
     run = access.run_for(request, run_id)
     if not request.htmx:
         # Without htmx the cell is a plain link: show the steps in the run itself.
@@ -187,7 +188,7 @@ def compare_diff(request: HttpRequest) -> HttpResponse:
             raise SelectionError("Pick two different runs to diff.")
         run_a, run_b = runs_by_id(access.runs_for(request), [a_id, b_id])
     except SelectionError as exc:
-        return _error(request, str(exc))
+        return _error(request, translated(str(exc), SELECTION))
     by_run: dict[int, list[Step]] = {a_id: [], b_id: []}
     for step in Step.objects.filter(run_id__in=[a_id, b_id]).order_by("run_id", "index"):
         by_run[step.run_id].append(step)
@@ -214,7 +215,7 @@ def compare_save(request: HttpRequest) -> HttpResponse:
     try:
         runs = _selection(request, request.POST.getlist("runs"))
     except SelectionError as exc:
-        return _error(request, str(exc))
+        return _error(request, translated(str(exc), SELECTION))
     name = request.POST.get("name", "").strip()
     if "\x00" in name:
         return _error(request, _("The name contains a NUL character, which cannot be stored."))

@@ -64,7 +64,8 @@ class EvaluationForm(forms.Form):
             self.add_error("model_name", _("Name the model to call on the OpenAI-compatible endpoint."))
         tasks, strategies, reruns = data.get("tasks") or [], data.get("strategies") or [], data.get("reruns") or 0
         if len(tasks) * len(strategies) * reruns > MAX_RUNS:
-            self.add_error(None, f"That is {len(tasks) * len(strategies) * reruns} runs; at most {MAX_RUNS} a time.")
+            self.add_error(None, _("That is %(n)d runs; at most %(max)d a time.")
+                           % {"n": len(tasks) * len(strategies) * reruns, "max": MAX_RUNS})
         return data
 
     def spec(self) -> EvaluationSpec:

@@ -12,11 +12,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
 from runs.core import access
+from runs.core.error_text import EVALUATION, QUEUE, translated
 from runs.core.queue import QueueUnavailable
 from runs.evaluations.forms import EvaluationForm
 from runs.evaluations.models import Evaluation
 from runs.evaluations.selectors import evaluation_report
-from runs.evaluations.services import evaluation_create
+from runs.evaluations.services import EvaluationError, evaluation_create
 
 EVALUATIONS_PER_PAGE = 100
 
@@ -52,7 +53,10 @@ def evaluation_new(request: HttpRequest) -> HttpResponse:
         try:
             evaluation = evaluation_create(owner=request.user, project=access.project(request), spec=form.spec())
         except QueueUnavailable as exc:
-            form.add_error(None, f"{exc}. Nothing was queued; try again when the queue is back.")
+            form.add_error(None, _("%(why)s. Nothing was queued; try again when the queue is back.")
+                           % {"why": translated(str(exc), QUEUE)})
+        except EvaluationError as exc:  # the service's own rules, should the form's let one through
+            form.add_error(None, translated(str(exc), EVALUATION))
         else:
             messages.success(request, _("Queued %(n)d runs.") % {"n": evaluation.entries.count()})
             return redirect(evaluation)

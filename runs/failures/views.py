@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from runs.core import access
+from runs.core.error_text import LAYER_LABEL, translated
 from runs.core.paging import keyset_page
 from runs.failures.models import LayerLabel
 from runs.failures.selectors import breakdown, failed
@@ -55,7 +56,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     before = request.GET.get("before", "")
     if before:
         if not before.isdigit() or len(before) > 18:
-            return _bad_request("Not a page cursor; start from the first page.")
+            return _bad_request(_("Not a page cursor; start from the first page."))
         runs = runs.filter(pk__lt=int(before))
     rows, next_query = keyset_page(runs.order_by("-pk"), RUNS_PER_PAGE, request, lambda run: str(run.pk))
     context = {"runs": rows, "next_query": next_query, "more_id": MORE_ROWS_ID, "layers": LAYERS,
@@ -106,7 +107,7 @@ def label(request: HttpRequest, run_id: int) -> HttpResponse:
         label_layer(run=run, reviewer=request.user, layer=request.POST.get("layer", ""),
                     note=request.POST.get("note", ""))
     except LayerLabelError as exc:
-        return _bad_request(str(exc))
+        return _bad_request(translated(str(exc), LAYER_LABEL))
     context = _label_context(request, run)
     context["oob_row"] = True
     return render(request, "failures/_label.html", context)

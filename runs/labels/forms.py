@@ -4,6 +4,7 @@ from django import forms
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
+from runs.core.error_text import LABEL, translated
 from runs.core.models import Run
 from tracing.core.label_limits import (
     MAX_METADATA_BYTES,
@@ -48,7 +49,7 @@ class RunLabelsForm(forms.Form):
             try:
                 data[name] = parse(data.get(name) or "")
             except LabelError as exc:
-                self.add_error(name, str(exc))
+                self.add_error(name, translated(str(exc), LABEL))
         if self.errors:
             return data
         try:
@@ -56,5 +57,5 @@ class RunLabelsForm(forms.Form):
                                                       session_id=data.get("session_id"))
         except LabelError as exc:
             field = str(exc).split(":", 1)[0].split(".", 1)[0]
-            self.add_error(field if field in self.fields else None, str(exc))
+            self.add_error(field if field in self.fields else None, translated(str(exc), LABEL))
         return data

@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from agentlab import localmodel
 from runs.agent.faults import FaultError, FaultRates
 from runs.core.anchor_names import ANCHOR_LABELS
+from runs.core.error_text import FAULT, LABEL, translated
 from runs.core.form_fields import MODEL_CHOICES, MODES_OF_PROVIDER, cost_budget_field, label_filter_fields
 from runs.core.models import Policy, Run, Task
 from runs.date_filters import FilterDateField
@@ -97,12 +98,12 @@ class NewRunForm(forms.Form):
         try:
             FaultRates.from_dict(self.faults())
         except FaultError as exc:
-            self.add_error(None, str(exc))
+            self.add_error(None, translated(str(exc), FAULT))
         try:
             data["labels"] = clean_labels(tags=parse_tag_text(data.get("tags") or ""),
                                           session_id=data.get("session_id"))
         except LabelError as exc:
-            self.add_error("session_id" if str(exc).startswith("session") else "tags", str(exc))
+            self.add_error("session_id" if str(exc).startswith("session") else "tags", translated(str(exc), LABEL))
         return data
 
     def faults(self) -> dict:

@@ -18,6 +18,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from runs.breaks.selectors import run_panel
 from runs.core import access
+from runs.core.error_text import QUEUE, translated
 from runs.core.form_fields import MODES_OF_PROVIDER
 from runs.core.models import Run, Task
 from runs.core.paging import keyset_page
@@ -306,7 +307,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
             runs = services.runs_launch(owner=request.user, project=project, spec=spec,
                                         reruns=form.cleaned_data["reruns"])
         except QueueUnavailable as exc:
-            form.add_error(None, f"{exc}. Nothing was queued; try again when the queue is back.")
+            form.add_error(None, _("%(why)s. Nothing was queued; try again when the queue is back.")
+                           % {"why": translated(str(exc), QUEUE)})
         else:
             if len(runs) > 1:
                 # Reruns land on their comparison, which fills in as they finish.

@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from runs.core.error_text import policy_error, untrusted_json_error
 from runs.core.terms import TERMS
 from runs.policies.fields import FIELDS
 from runs.policies.services import COLUMNS
@@ -102,7 +103,7 @@ class PolicyForm(forms.Form):
             data["policy"] = WatchdogPolicy.from_dict(config)
         except PolicyError as exc:
             target = form_name(exc.field)
-            self.add_error(target if target in self.fields else None, str(exc))
+            self.add_error(target if target in self.fields else None, policy_error(exc))
         return data
 
     def _clean_json(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -110,15 +111,16 @@ class PolicyForm(forms.Form):
         try:
             parsed = untrusted_json.loads(raw, where="the policy", root="policy")
         except untrusted_json.UntrustedJsonError as exc:
-            self.add_error("config", str(exc))
+            self.add_error("config", untrusted_json_error(exc))
             return data
         if isinstance(parsed, dict):
             for key in COLUMNS:
                 if key in parsed:
-                    self.add_error("config", f"policy field '{key}': set it in its own field, not in the JSON")
+                    self.add_error("config", _("policy field '%(field)s': set it in its own field, not in the JSON")
+                                   % {"field": key})
                     return data
         try:
             data["policy"] = WatchdogPolicy.from_dict(parsed)
         except PolicyError as exc:
-            self.add_error("config", str(exc))
+            self.add_error("config", policy_error(exc))
         return data

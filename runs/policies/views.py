@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from runs.core import access
+from runs.core.error_text import POLICY_PROTECTED, translated
 from runs.policies.forms import PolicyForm, initial_of
 from runs.policies.services import PolicyExists, PolicyProtected, policy_config, policy_version_save
 from tracing.core.watchdog import DEFAULT_POLICY
@@ -44,7 +45,7 @@ def policy_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
                 created_by=request.user, new=current is None,
             )
         except PolicyProtected as exc:
-            form.add_error("enabled", str(exc))
+            form.add_error("enabled", translated(str(exc), POLICY_PROTECTED))
         except PolicyExists:
             form.add_error("name", "A policy with this name exists; edit it to save a new version.")
         except IntegrityError:

@@ -18,6 +18,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from runs.core import access, charts
 from runs.core.csv_cells import csv_lines, jsonl_lines
+from runs.core.error_text import FORK, QUEUE, REVIEW, translated
 from runs.core.paging import keyset_page
 from runs.core.queue import QueueUnavailable
 from runs.launch.selectors import trajectory
@@ -183,7 +184,7 @@ def item_label(request: HttpRequest, run_id: int, index: int) -> HttpResponse:
         review_label(item_id=item.pk, reviewer=request.user, value=request.POST.get("value", ""),
                      note=request.POST.get("note", ""))
     except ReviewError as exc:
-        return _bad_request(str(exc))
+        return _bad_request(translated(str(exc), REVIEW))
     if not request.htmx:
         return redirect(reverse("reviews:item", args=[run_id, index]))
     item = ReviewItem.objects.select_related("task").get(pk=item.pk)
@@ -203,9 +204,9 @@ def item_fork(request: HttpRequest, run_id: int, index: int) -> HttpResponse:
         review_fork_start(item=item, owner=request.user, policy=form.cleaned_data["policy"],
                           turns=form.cleaned_data["turns"] or FORK_DEFAULT_TURNS)
     except ForkError as exc:
-        return _bad_request(f"Cannot fork: {exc}")
+        return _bad_request(_("Cannot fork: %(why)s") % {"why": translated(str(exc), FORK)})
     except QueueUnavailable as exc:
-        return HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
+        return HttpResponse(translated(str(exc), QUEUE), status=503, content_type="text/plain; charset=utf-8")
     if not request.htmx:
         return redirect(reverse("reviews:item", args=[run_id, index]))
     item = ReviewItem.objects.select_related("fork", "fork__policy").get(pk=item.pk)
@@ -219,7 +220,7 @@ def item_fork_steps(request: HttpRequest, run_id: int, index: int) -> HttpRespon
     try:
         after = int(request.GET.get("after", "-1"))
     except ValueError:
-        return _bad_request("after must be an integer step index")
+        return _bad_request(_("after must be an integer step index"))
     item = _get_item(request, run_id, index, "task", "fork", "fork__policy")
     if item.fork is None:
         return HttpResponseStopPolling()
@@ -309,9 +310,9 @@ def run_fork_edited(request: HttpRequest, run_id: int, index: int) -> HttpRespon
                                             policy=form.cleaned_data["policy"], turns=form.cleaned_data["turns"],
                                             edit={"text": form.cleaned_data["text"]})
             except ForkError as exc:
-                form.add_error(None, str(exc))
+                form.add_error(None, translated(str(exc), FORK))
             except QueueUnavailable as exc:
-                form.add_error(None, f"{exc}. Nothing was queued.")
+                form.add_error(None, _("%(why)s. Nothing was queued.") % {"why": translated(str(exc), QUEUE)})
             else:
                 return redirect(fork)
         status = 400

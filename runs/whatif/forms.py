@@ -6,6 +6,7 @@ from dataclasses import fields
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from runs.core.error_text import untrusted_json_error
 from runs.core.models import Policy
 from runs.policies.services import COLUMNS
 from tracing.core import untrusted_json
@@ -35,10 +36,10 @@ class WhatIfForm(forms.Form):
         try:
             config = untrusted_json.loads(data.get("config") or "", where="the policy", root="policy")
         except untrusted_json.UntrustedJsonError as exc:
-            self.add_error("config", str(exc))
+            self.add_error("config", untrusted_json_error(exc))
             return data
         if not isinstance(config, dict):
-            self.add_error("config", "the policy must be a JSON object: {\"thresholds\": {...}, \"ladder\": {...}}")
+            self.add_error("config", _('the policy must be a JSON object: {"thresholds": {...}, "ladder": {...}}'))
             return data
         config = {k: v for k, v in config.items() if k not in COLUMNS}
         data["config_obj"] = config

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from runs.core import access, charts
+from runs.core.error_text import POLICY_PROTECTED, QUEUE, policy_error, translated
 from runs.core.queue import QueueUnavailable
 from runs.policies.fields import field_doc
 from runs.policies.services import PolicyProtected, policy_config, policy_version_save
@@ -46,9 +47,9 @@ def whatif_new(request: HttpRequest) -> HttpResponse:
             )
         except PolicyError as exc:
             form.add_error("sweep_values" if exc.field == "sweep" or exc.field == data["sweep_path"] else "config",
-                           str(exc))
+                           policy_error(exc))
         except QueueUnavailable as exc:
-            form.add_error(None, str(exc))
+            form.add_error(None, translated(str(exc), QUEUE))
         else:
             return redirect("whatif_job", job_id=job.pk)
     jobs = WhatIfJob.objects.filter(project=project).order_by("-created_at").only("id", "created_at", "status", "sweep_path", "total_runs")[:10]
@@ -127,5 +128,5 @@ def whatif_save(request: HttpRequest, job_id: int, position: int) -> HttpRespons
             description=f"from what-if {job.pk}" + (f": {job.sweep_path} = {value}" if job.sweep_path else ""),
         )
     except PolicyProtected as exc:
-        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+        return HttpResponse(translated(str(exc), POLICY_PROTECTED), status=400, content_type="text/plain; charset=utf-8")
     return redirect(f"{reverse('policy_list')}#policy-{saved.pk}")

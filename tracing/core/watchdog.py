@@ -186,6 +186,7 @@ class PolicyError(ValueError):
     def __init__(self, field_name: str, problem: str) -> None:
         super().__init__(f"policy field '{field_name}': {problem}")
         self.field = field_name
+        self.problem = problem  # apart, so a page can say it in its language (runs.core.error_text)
 
 
 @dataclass(frozen=True)
