@@ -51,11 +51,23 @@ def _usable() -> bool:
     return raw is not None and not getattr(raw, "closed", False) and not getattr(raw, "broken", False)
 
 
+# SQLSTATE classes of a lost server: 08 connection exception, 57 operator
+# intervention (admin_shutdown "terminating connection due to administrator
+# command", crash_shutdown, cannot_connect_now while it starts).
+_LOST_STATES = ("08", "57")
+
+
 def _connection_lost(exc: Exception) -> bool:
     if isinstance(exc, InterfaceError):
         return True
+    if not isinstance(exc, OperationalError):
+        return False
+    # A server shutting down ends the query with an error of its own before
+    # psycopg marks the connection broken: the state says so at once.
+    if (getattr(exc.__cause__, "sqlstate", None) or "").startswith(_LOST_STATES):
+        return True
     # At connect, the connection is None; lost mid-request, psycopg marks it broken or closed.
-    return isinstance(exc, OperationalError) and not _usable()
+    return not _usable()
 
 
 class DatabaseUnavailableMiddleware:

@@ -99,3 +99,27 @@ def test_once_the_database_is_back_the_api_works_again(client, token, database_d
     response = client.post("/api/runs", b'{"prompt": "p"}', content_type="application/json",
                            HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 201
+
+
+def test_a_server_shutting_down_mid_query_is_503_even_before_the_connection_looks_broken(rf, monkeypatch):
+    # "terminating connection due to administrator command" (SQLSTATE 57P01)
+    # ends the query before psycopg marks the connection broken.
+    import psycopg
+
+    from agentlab import unavailable
+    from agentlab.unavailable import DatabaseUnavailableMiddleware
+
+    monkeypatch.setattr(unavailable, "_usable", lambda: True)  # the connection does not look broken yet
+
+    class AdminShutdown(psycopg.OperationalError):
+        sqlstate = "57P01"
+
+    exc = OperationalError("terminating connection due to administrator command")
+    exc.__cause__ = AdminShutdown("terminating connection due to administrator command")
+    middleware = DatabaseUnavailableMiddleware(lambda request: None)
+    response = middleware.process_exception(rf.post("/v1/traces"), exc)
+    assert response is not None and response.status_code == 503
+    # Any other operational error on a working connection is not an outage.
+    other = OperationalError("deadlock detected")
+    other.__cause__ = type("Deadlock", (psycopg.OperationalError,), {"sqlstate": "40P01"})("deadlock detected")
+    assert middleware.process_exception(rf.post("/v1/traces"), other) is None
